@@ -1,0 +1,156 @@
+"""`Static[T]` and the rules that decide whether an annotation marks something static.
+
+Shared by dataclass fields and `jit` parameters. Only the outermost part of an annotation
+decides, so `Static[Later]` works while `Later` is still undefined; `Static` anywhere else
+(`Optional[Static[int]]`) is an error, never a silently dynamic value.
+"""
+
+from __future__ import annotations
+
+import ast
+import typing
+from collections.abc import Mapping
+from typing import Annotated, Any, TypeVar
+
+import typing_extensions
+
+T = TypeVar("T")
+
+
+class _StaticMarker:
+    """The metadata object that `Static[T]` carries inside `Annotated`."""
+
+    def __repr__(self) -> str:
+        return "jax_dataclasses.Static"
+
+
+STATIC_MARKER = _StaticMarker()
+
+Static = Annotated[T, STATIC_MARKER]
+"""`Static[T]` is `T` to type checkers; on a field or `jit` parameter it marks the value static:
+part of the tree structure (and the jit cache key), not a traced child."""
+
+_ANNOTATED_ORIGINS: tuple[object, ...] = (typing.Annotated, typing_extensions.Annotated)
+_UNDECIDED = object()
+
+
+class StaticAnnotationError(TypeError):
+    """`Static` is used somewhere other than the outermost part of an annotation."""
+
+
+def _is_static_object(obj: object) -> bool:
+    """True for `Static` itself, `Static[X]`, `jdc.Static` aliases and `Annotated[X, marker]`."""
+    metadata = getattr(obj, "__metadata__", None)
+    return isinstance(metadata, tuple) and any(m is STATIC_MARKER for m in metadata)
+
+
+def _lookup(node: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) -> object:
+    """Resolve a dotted name (`Static`, `jdc.Static`) without running code; else _UNDECIDED."""
+    if isinstance(node, ast.Name):
+        for namespace in namespaces:
+            if node.id in namespace:
+                return namespace[node.id]
+        return _UNDECIDED
+    if isinstance(node, ast.Attribute):
+        base = _lookup(node.value, namespaces)
+        if base is _UNDECIDED:
+            return _UNDECIDED
+        return getattr(base, node.attr, _UNDECIDED)
+    return _UNDECIDED
+
+
+def _mentions_static_in_source(tree: ast.AST, namespaces: tuple[Mapping[str, Any], ...]) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name | ast.Attribute):
+            if _is_static_object(_lookup(node, namespaces)):
+                return True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                inner = ast.parse(node.value, mode="eval")
+            except SyntaxError:
+                continue
+            if _mentions_static_in_source(inner, namespaces):
+                return True
+    return False
+
+
+def _decide_source(expr: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) -> object:
+    """True/False if the outermost part of `expr` is (not) Static, else _UNDECIDED."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        try:
+            return _decide_source(ast.parse(expr.value, mode="eval").body, namespaces)
+        except SyntaxError:
+            return _UNDECIDED
+    head = expr.value if isinstance(expr, ast.Subscript) else expr
+    if not isinstance(head, ast.Name | ast.Attribute):
+        return False  # `int | None`, literals, calls: never Static at the top.
+    obj = _lookup(head, namespaces)
+    if obj is _UNDECIDED:
+        return _UNDECIDED
+    if _is_static_object(obj):
+        return True
+    if obj in _ANNOTATED_ORIGINS and isinstance(expr, ast.Subscript):
+        # Annotated[Static[int], "doc"] flattens to Annotated[int, marker, "doc"].
+        args = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        return _decide_source(args[0], namespaces)
+    return False
+
+
+def _mentions_static_object(annotation: object, namespaces: tuple[Mapping[str, Any], ...]) -> bool:
+    if isinstance(annotation, str):
+        try:
+            return _mentions_static_in_source(ast.parse(annotation, mode="eval"), namespaces)
+        except SyntaxError:
+            return False
+    if isinstance(annotation, typing.ForwardRef):
+        return _mentions_static_object(annotation.__forward_arg__, namespaces)
+    if _is_static_object(annotation):
+        return True
+    return any(_mentions_static_object(arg, namespaces) for arg in typing.get_args(annotation))
+
+
+def is_static_annotation(
+    annotation: object,
+    where: str,
+    globalns: Mapping[str, Any],
+    localns: Mapping[str, Any] | None = None,
+) -> bool:
+    """Whether `annotation` is `Static[...]` at its outermost level.
+
+    `where` names the field or parameter for error messages ("field 'x' of class Model").
+    Raises `StaticAnnotationError` when `Static` appears nested, or when the annotation
+    mentions `Static` but its outermost part cannot be resolved yet.
+    """
+    namespaces = (localns or {}, globalns, vars(typing))
+    if isinstance(annotation, typing.ForwardRef):
+        annotation = annotation.__forward_arg__
+    if isinstance(annotation, str):
+        try:
+            expr = ast.parse(annotation, mode="eval").body
+        except SyntaxError:
+            return False  # Not ours to judge; dataclasses and checkers report it.
+        decision = _decide_source(expr, namespaces)
+        args_mention = decision is not True and _mentions_static_in_source(expr, namespaces)
+    else:
+        decision = _is_static_object(annotation)
+        args_mention = not decision and _mentions_static_object(annotation, namespaces)
+    if decision is True:
+        return True
+    if args_mention:
+        shown = annotation if isinstance(annotation, str) else _show(annotation)
+        if decision is _UNDECIDED:
+            problem = (
+                f"cannot tell whether the annotation {shown!r} of {where} is Static: its "
+                "outermost name is not defined yet where the class or function is created"
+            )
+        else:
+            problem = f"Static must be the outermost part of the annotation of {where}, got {shown!r}"
+        raise StaticAnnotationError(
+            f"{problem}. Write Static[...] around the whole type, for example "
+            "Static[Optional[int]] instead of Optional[Static[int]]."
+        )
+    return False
+
+
+def _show(annotation: object) -> str:
+    return repr(annotation).replace(repr(STATIC_MARKER), "Static").replace("typing.", "")

@@ -1,0 +1,327 @@
+"""`pytree_dataclass`: a frozen standard-library dataclass registered as a JAX pytree node."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from jax import Array
+
+from jax_dataclasses._annotations import is_static_annotation
+from jax_dataclasses._construct import make_init
+from jax_dataclasses._frozen import frozen_delattr, frozen_setattr, mutating
+from jax_dataclasses._registry import (
+    FLAT_ATTR,
+    Layout,
+    finish_construction,
+    layout_of,
+    register,
+)
+
+_STATIC_METADATA = (("static", True), ("pytree_node", False))
+_CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
+_decorating = threading.local()
+_pending_inits: dict[type, Callable[..., None] | None] = {}
+"""Undecorated subclasses that declare fields: their own `__init__` (if any), replaced by one
+that raises until the class is decorated."""
+
+
+def pytree_dataclass(
+    cls: type | None = None,
+    /,
+    *,
+    init: bool = True,
+    repr: bool = True,  # noqa: A002  # The name is `dataclasses.dataclass`'s.
+    eq: bool = True,
+    order: bool = False,
+    unsafe_hash: bool = False,
+    frozen: bool = True,
+    match_args: bool = True,
+    kw_only: bool = False,
+    slots: bool = False,
+    weakref_slot: bool = False,
+) -> Any:
+    """Make `cls` a frozen dataclass registered as a JAX pytree node.
+
+    Takes exactly the arguments of `dataclasses.dataclass`. Fields annotated `Static[T]` (or
+    with field metadata `static=True` / `pytree_node=False`) are static: stored in the tree
+    structure. Every other field is a child. Instances are always frozen.
+    """
+    options = {
+        "init": init,
+        "repr": repr,
+        "eq": eq,
+        "order": order,
+        "unsafe_hash": unsafe_hash,
+        "match_args": match_args,
+        "kw_only": kw_only,
+        "slots": slots,
+        "weakref_slot": weakref_slot,
+    }
+    if frozen is not True:
+        raise TypeError(
+            "pytree_dataclass(frozen=False) is not supported: instances are always frozen, "
+            "because JAX may share and cache them. Edit a copy with jdc.copy_and_mutate(obj) "
+            "or jdc.replace(obj, ...)."
+        )
+    localns = sys._getframe(1).f_locals  # noqa: SLF001  # The decorating scope's names.
+
+    def wrap(target: type) -> type:
+        return _decorate(target, options, localns)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any]) -> type:
+    if not isinstance(cls, type):
+        raise TypeError(
+            f"pytree_dataclass decorates classes, got {cls!r}. Write @pytree_dataclass (or "
+            "@pytree_dataclass(...)) directly above a class statement."
+        )
+    for name in ("__setattr__", "__delattr__"):
+        if name in cls.__dict__:
+            raise TypeError(
+                f"{cls.__qualname__} defines {name}, which pytree_dataclass must own to keep "
+                "instances frozen. Remove it; use jdc.copy_and_mutate to edit copies."
+            )
+    if cls in _pending_inits:
+        _restore_init(cls)
+    user_init = cls.__dict__.get("__init__")
+    array_defaults = _wrap_array_defaults(cls)
+    explicit_hash = "__hash__" in cls.__dict__ and not (
+        cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__
+    )
+    kwargs = dict(options, init=False, frozen=False)
+    # Hash like a frozen dataclass (by fields) unless the class brings its own.
+    kwargs["unsafe_hash"] = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
+    _decorating.active = True
+    try:
+        cls = dataclasses.dataclass(cls, **kwargs)  # type: ignore[call-overload]  # kwargs mirror the signature
+    finally:
+        _decorating.active = False
+    _unwrap_array_defaults(cls, array_defaults)
+    layout = _layout(cls, localns)
+    if options["init"] and user_init is None:
+        cls.__init__ = make_init(cls, layout)  # type: ignore[misc]
+    elif user_init is not None:
+        cls.__init__ = _finishing_init(user_init)  # type: ignore[misc]
+    cls.__setattr__ = frozen_setattr  # type: ignore[method-assign,assignment]
+    cls.__delattr__ = frozen_delattr  # type: ignore[method-assign,assignment]
+    if options["slots"]:
+        _add_slot_state(cls)
+    else:
+        setattr(cls, FLAT_ATTR, _FlatFallback(layout))
+    _install_subclass_hook(cls)
+    adopted = layout_of(cls)
+    if adopted is None:
+        register(layout)
+    elif not adopted.same_fields(layout):
+        raise TypeError(f"{cls.__qualname__} was registered with different fields")
+    return cls
+
+
+def _static_names(cls: type, localns: Mapping[str, Any]) -> set[str]:
+    globalns = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+    statics: set[str] = set()
+    for f in dataclasses.fields(cls):
+        if any(f.metadata.get(key, not value) == value for key, value in _STATIC_METADATA):
+            statics.add(f.name)
+            continue
+        owner = _defining_class(cls, f)
+        owner_layout = layout_of(owner)
+        if owner_layout is not None:
+            if f.name in owner_layout.statics:
+                statics.add(f.name)
+            continue
+        if owner is cls:
+            namespace, local = globalns, localns
+        else:
+            module = sys.modules.get(owner.__module__)
+            namespace, local = (vars(module) if module else {}), None
+        where = f"field {f.name!r} of {cls.__qualname__}"
+        if is_static_annotation(f.type, where, namespace, local):
+            statics.add(f.name)
+    return statics
+
+
+def _layout(cls: type, localns: Mapping[str, Any]) -> Layout:
+    names = [f.name for f in dataclasses.fields(cls)]
+    if FLAT_ATTR in names:
+        raise TypeError(f"{cls.__qualname__} may not have a field named {FLAT_ATTR!r}")
+    statics = _static_names(cls, localns)
+    return Layout(
+        cls=cls,
+        children=tuple(n for n in names if n not in statics),
+        statics=tuple(n for n in names if n in statics),
+        cached=not cls.__dict__.get("__slots__") and not _has_descriptor_field(cls, names),
+    )
+
+
+def _has_descriptor_field(cls: type, names: list[str]) -> bool:
+    """A field stored behind a data descriptor cannot live in the instance `__dict__`."""
+    for name in names:
+        for klass in cls.__mro__:
+            attribute = klass.__dict__.get(name)
+            if attribute is not None and hasattr(type(attribute), "__set__"):
+                return True
+    return False
+
+
+def _defining_class(cls: type, f: dataclasses.Field[Any]) -> type:
+    """The class whose annotation created field `f` (fields are inherited as the same object)."""
+    owner = cls
+    for base in cls.__mro__[1:]:
+        if base.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
+            owner = base
+    return owner
+
+
+class _SharedArrayDefault:
+    """Stands in for a JAX array default while `dataclasses` checks for mutable defaults.
+
+    JAX arrays are immutable, so one default can be shared by every instance; the standard
+    library only rejects them because they are unhashable.
+    """
+
+    def __init__(self, array: object) -> None:
+        self.array = array
+
+
+def _wrap_array_defaults(cls: type) -> dict[str, object]:
+    wrapped: dict[str, object] = {}
+    for name in cls.__dict__.get("__annotations__", {}):
+        value = cls.__dict__.get(name)
+        default = value.default if isinstance(value, dataclasses.Field) else value
+        if isinstance(default, np.ndarray):
+            raise ValueError(
+                f"field {name!r} of {cls.__qualname__} has a NumPy array as its default, which "
+                "is mutable and would be shared by every instance. Use a JAX array "
+                f"(jnp.asarray(...)) or field(default_factory=lambda: np.array(...))."
+            )
+        if isinstance(default, Array):
+            wrapped[name] = default
+            if isinstance(value, dataclasses.Field):
+                value.default = _SharedArrayDefault(default)
+            else:
+                setattr(cls, name, _SharedArrayDefault(default))
+    return wrapped
+
+
+def _unwrap_array_defaults(cls: type, wrapped: dict[str, object]) -> None:
+    for name, array in wrapped.items():
+        cls.__dataclass_fields__[name].default = array  # type: ignore[attr-defined]
+        if isinstance(cls.__dict__.get(name), _SharedArrayDefault):
+            setattr(cls, name, array)
+
+
+class _FlatFallback:
+    """Class-level `FLAT_ATTR`: flattens instances that have no cache in their `__dict__`.
+
+    Instances built without our `__init__` (`object.__new__` plus `object.__setattr__`, a
+    class with `init=False`) are still flattened correctly, just without the fast path.
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        self.children = layout.children
+        self.statics = layout.statics
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        if obj is None:
+            return self
+        return (
+            tuple(getattr(obj, name) for name in self.children),
+            tuple(getattr(obj, name) for name in self.statics),
+        )
+
+
+def _finishing_init(user_init: Callable[..., None]) -> Callable[..., None]:
+    """Run a class's own `__init__` (which may assign `self.x = ...`), then check the result."""
+
+    @functools.wraps(user_init)
+    def __init__(self: object, *args: Any, **kwargs: Any) -> None:
+        with mutating(self):
+            user_init(self, *args, **kwargs)
+        finish_construction(self)
+
+    return __init__
+
+
+def _add_slot_state(cls: type) -> None:
+    """Pickle and copy support for `slots=True` (the default setstate would call setattr)."""
+    if "__getstate__" not in cls.__dict__:
+        names = [f.name for f in dataclasses.fields(cls)]
+
+        def __getstate__(self: object) -> list[object]:
+            return [getattr(self, name) for name in names]
+
+        cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
+    if "__setstate__" not in cls.__dict__:
+        field_names = [f.name for f in dataclasses.fields(cls)]
+
+        def __setstate__(self: object, state: list[object]) -> None:
+            for name, value in zip(field_names, state, strict=True):
+                object.__setattr__(self, name, value)
+
+        cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+
+
+def _declared_fields(cls: type) -> list[str]:
+    """Annotated names a class body declares itself, other than `ClassVar`s."""
+    names = []
+    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        if isinstance(annotation, str):
+            if _CLASSVAR_SOURCE.match(annotation):
+                continue
+        elif annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
+            continue
+        names.append(name)
+    return names
+
+
+def _install_subclass_hook(cls: type) -> None:
+    """Keep undecorated subclasses pytrees: adopt them, or refuse new undecorated fields."""
+    own = cls.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(sub: type, **kwargs: Any) -> None:
+        if own is not None:
+            own.__func__(sub, **kwargs)
+        else:
+            super(cls, sub).__init_subclass__(**kwargs)
+        _adopt(sub)
+
+    cls.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
+
+
+def _adopt(sub: type) -> None:
+    if getattr(_decorating, "active", False) or layout_of(sub) is not None or sub in _pending_inits:
+        return
+    declared = _declared_fields(sub)
+    if declared:
+        _pending_inits[sub] = sub.__dict__.get("__init__")
+        message = (
+            f"{sub.__qualname__} subclasses a pytree dataclass and declares fields "
+            f"{', '.join(map(repr, declared))} but is not decorated. Add @jdc.pytree_dataclass "
+            f"above `class {sub.__name__}` so the new fields become part of the pytree."
+        )
+
+        def __init__(self: object, *args: object, **kwargs: object) -> None:
+            raise TypeError(message)
+
+        sub.__init__ = __init__  # type: ignore[misc]
+        return
+    parent = next(base for base in sub.__mro__[1:] if layout_of(base) is not None)
+    register(dataclasses.replace(layout_of(parent), cls=sub))  # type: ignore[type-var]
+
+
+def _restore_init(cls: type) -> None:
+    user_init = _pending_inits.pop(cls)
+    if user_init is None:
+        del cls.__init__  # type: ignore[misc]
+    else:
+        cls.__init__ = user_init  # type: ignore[misc]

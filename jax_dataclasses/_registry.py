@@ -1,0 +1,149 @@
+"""Field layouts of pytree dataclasses and their registration with JAX (DESIGN.md §2).
+
+Unflatten never runs `__init__`: it creates the object with `object.__new__` and fills the
+fields. Classes whose fields live in the instance `__dict__` (the common case) keep their
+flattened form `(children, statics)` in the instance under `FLAT_ATTR`, maintained by every
+path that sets fields (construction, unflatten, `copy_and_mutate`), so flatten is a C-level
+attribute read (`operator.attrgetter`) rather than a Python call. Other classes (`slots=True`,
+fields behind descriptors) flatten with a generated function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jax import tree_util
+
+from jax_dataclasses._static_values import check_static_value
+
+FLAT_ATTR = "__jdc_flat__"
+"""Instance attribute holding `(children, statics)` for classes with `Layout.cached`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How instances of one registered class are split into children and static values."""
+
+    cls: type
+    children: tuple[str, ...]
+    statics: tuple[str, ...]
+    cached: bool
+    """Instances keep `(children, statics)` in their `__dict__` under `FLAT_ATTR`."""
+
+    def same_fields(self, other: Layout) -> bool:
+        return (self.children, self.statics, self.cached) == (
+            other.children,
+            other.statics,
+            other.cached,
+        )
+
+
+_LAYOUTS: dict[type, Layout] = {}
+
+
+def layout_of(cls: type) -> Layout | None:
+    """The layout of a registered pytree dataclass (or adopted subclass), else None."""
+    return _LAYOUTS.get(cls)
+
+
+def _compile(name: str, source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    exec(compile(source, f"<jax_dataclasses {name}>", "exec"), namespace)  # noqa: S102
+    function: Callable[..., Any] = namespace[name]
+    return function
+
+
+def _tuple_source(items: Iterable[str]) -> str:
+    return "(" + "".join(f"{item}, " for item in items) + ")"
+
+
+def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
+    """Generate flatten, flatten-with-keys, unflatten and refresh for one layout.
+
+    Generated locals are dunder-prefixed so that no field name can shadow them.
+    """
+    namespace: dict[str, Any] = {
+        "__new": object.__new__,
+        "__setattr": object.__setattr__,
+        "__cls": layout.cls,
+        "__flat": FLAT_ATTR,
+    }
+    for i, name in enumerate(layout.children):
+        namespace[f"__key{i}"] = tree_util.GetAttrKey(name)
+    fields = layout.children + layout.statics
+    children = _tuple_source(f"__o.{name}" for name in layout.children)
+    statics = _tuple_source(f"__o.{name}" for name in layout.statics)
+    keyed = _tuple_source(f"(__key{i}, __o.{name})" for i, name in enumerate(layout.children))
+    local = {name: f"__c{i}" for i, name in enumerate(layout.children)}
+    local.update({name: f"__s{i}" for i, name in enumerate(layout.statics)})
+    unpack = ""
+    if layout.children:
+        unpack += f"    {_tuple_source(local[n] for n in layout.children)} = __children\n"
+    if layout.statics:
+        unpack += f"    {_tuple_source(local[n] for n in layout.statics)} = __statics\n"
+    functions = {
+        "flatten_with_keys": _compile(
+            "flatten_with_keys",
+            f"def flatten_with_keys(__o):\n    return ({keyed}, {statics})\n",
+            namespace,
+        ),
+    }
+    if layout.cached:
+        functions["flatten"] = operator.attrgetter(FLAT_ATTR)
+        entries = "".join(f"{name!r}: {local[name]}, " for name in fields)
+        store = f"    __o.__dict__.update({{{entries}__flat: (__children, __statics)}})\n"
+        refresh = f"    __o.__dict__[__flat] = ({children}, {statics})\n"
+    else:
+        functions["flatten"] = _compile(
+            "flatten", f"def flatten(__o):\n    return ({children}, {statics})\n", namespace
+        )
+        store = "".join(f"    __setattr(__o, {name!r}, {local[name]})\n" for name in fields)
+        refresh = "    pass\n"
+    functions["unflatten"] = _compile(
+        "unflatten",
+        "def unflatten(__statics, __children):\n"
+        f"    __o = __new(__cls)\n{unpack}{store}    return __o\n",
+        namespace,
+    )
+    functions["refresh"] = _compile("refresh", f"def refresh(__o):\n{refresh}", namespace)
+    return functions
+
+
+_REFRESH: dict[type, Callable[[Any], None]] = {}
+
+
+def register(layout: Layout) -> None:
+    """Record `layout` and register its class as a keyed pytree node."""
+    functions = _make_functions(layout)
+    tree_util.register_pytree_with_keys(
+        layout.cls,
+        functions["flatten_with_keys"],
+        functions["unflatten"],
+        functions["flatten"],
+    )
+    _LAYOUTS[layout.cls] = layout
+    _REFRESH[layout.cls] = functions["refresh"]
+
+
+def finish_construction(obj: object) -> None:
+    """After a user's `__init__` or `__post_init__`: check static values, rebuild the cache."""
+    cls = type(obj)
+    layout = _LAYOUTS[cls]
+    for name in layout.children + layout.statics:
+        if not hasattr(obj, name):
+            raise TypeError(
+                f"{cls.__qualname__}.__init__ did not set field {name!r}. Every field is part "
+                "of the pytree: give it a default, or set it in __init__ or __post_init__ "
+                f"(object.__setattr__(self, {name!r}, value))."
+            )
+    for name in layout.statics:
+        check_static_value(cls, name, getattr(obj, name))
+    _REFRESH[cls](obj)
+
+
+def set_field(obj: object, name: str, value: object) -> None:
+    """Set one field of a registered instance, keeping its flatten cache in step."""
+    object.__setattr__(obj, name, value)
+    _REFRESH[type(obj)](obj)

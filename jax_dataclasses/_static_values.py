@@ -1,0 +1,107 @@
+"""Checks on values stored in static fields (DESIGN.md §3).
+
+JAX keeps static values in the treedef and its caches compare them with `__eq__`, so a value
+that is an array fails late with an unrelated message, and a mutable or identity-hashed value
+makes `jit` return stale results or recompile every call. We catch these at construction.
+The verdict is cached per type, so the common case costs one set lookup.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import types
+import warnings
+
+import numpy as np
+from jax import Array
+
+
+class StaticFieldWarning(UserWarning):
+    """A static field holds a value JAX cannot cache reliably (unhashable or hashed by identity).
+
+    Turn it into an error with `warnings.simplefilter("error", jdc.StaticFieldWarning)`.
+    """
+
+
+# Types whose instances are immutable and compare and hash by value (or are singletons).
+OK_TYPES: set[type] = {
+    int,
+    float,
+    complex,
+    bool,
+    str,
+    bytes,
+    type(None),
+    type(Ellipsis),
+    type,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.ModuleType,
+    np.dtype,
+}
+_CONTAINERS = (tuple, frozenset)
+_warned: set[tuple[type, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def _is_identity_hashed(value: object) -> bool:
+    """Hash inherited from `object` (identity) on a value that is not a natural singleton."""
+    kind = type(value)
+    return (
+        kind.__hash__ is object.__hash__
+        and not isinstance(value, type | enum.Enum | types.ModuleType)
+        and not callable(value)
+    )
+
+
+def _problem(value: object) -> str | None:
+    """Return 'array', a warning text, or None if `value` is a good static value."""
+    kind = type(value)
+    if kind in OK_TYPES:
+        return None
+    if isinstance(value, Array | np.ndarray):
+        return "array"
+    if isinstance(value, _CONTAINERS):
+        for item in value:  # type: ignore[attr-defined]  # tuple | frozenset is iterable
+            found = _problem(item)
+            if found is not None:
+                return found
+        return None
+    try:
+        hash(value)
+    except TypeError:
+        return f"its value of type {kind.__qualname__} is not hashable"
+    if _is_identity_hashed(value):
+        return (
+            f"its value of type {kind.__qualname__} hashes by identity, so every new "
+            "(even equal) object makes jax.jit recompile"
+        )
+    if isinstance(value, enum.Enum | np.generic):
+        OK_TYPES.add(kind)  # Hashability of these does not depend on the instance.
+    return None
+
+
+def check_static_value(cls: type, field: str, value: object) -> None:
+    """Reject arrays in static fields; warn once per class and field about uncacheable values."""
+    problem = _problem(value)
+    if problem is None:
+        return
+    where = f"static field {field!r} of {cls.__qualname__}"
+    if problem == "array":
+        raise TypeError(
+            f"{where} holds an array ({type(value).__name__}). Static values are part of the "
+            "tree structure and must be hashable Python values. Make the field a child (remove "
+            "Static[...]), or store a hashable description such as a tuple or the shape."
+        )
+    key = (cls, field)
+    if key in _warned:
+        return
+    warnings.warn(
+        f"{where}: {problem}. Static values are compared by jax.jit's cache; use an immutable, "
+        "hashable value (a tuple, a frozen dataclass, a string, a number).",
+        StaticFieldWarning,
+        stacklevel=3,
+    )
+    with _warned_lock:
+        _warned.add(key)
