@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Developer and CI entry point for jax_dataclasses. Needs only the standard library.
+
+    python3 dev.py tour             run examples/tour.py
+    python3 dev.py test [ARGS...]   ruff check, ruff format --check, mypy, pyright,
+                                    then pytest -n 2 ARGS (ARGS: everything after `test`)
+    python3 dev.py lint             ruff check, ruff format --check
+    python3 dev.py typecheck        mypy, pyright
+
+Every command first ensures the virtual environment: it creates `.venv` (or the directory named
+by the JDC_VENV environment variable) with `python3 -m venv` if needed, and runs
+`pip install -c constraints.txt -e '.[dev]'` whenever the stamp file `<venv>/.jdc-stamp` is
+missing or does not match the current hash of pyproject.toml and constraints.txt.
+
+Steps run in order and stop at the first failure; the exit code is that step's exit code.
+CI runs exactly `python3 dev.py test` (see .ci/run and .github/workflows/ci.yml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+STAMP_NAME = ".jdc-stamp"
+STAMP_INPUTS = ("pyproject.toml", "constraints.txt")
+MIN_PYTHON = (3, 11)
+
+
+def log(message: str) -> None:
+    print(f"[dev.py] {message}", flush=True)
+
+
+def venv_dir() -> Path:
+    override = os.environ.get("JDC_VENV")
+    return Path(override).resolve() if override else ROOT / ".venv"
+
+
+def venv_bin(venv: Path) -> Path:
+    return venv / ("Scripts" if os.name == "nt" else "bin")
+
+
+def venv_exe(venv: Path, name: str) -> Path:
+    return venv_bin(venv) / (f"{name}.exe" if os.name == "nt" else name)
+
+
+def venv_env(venv: Path) -> dict[str, str]:
+    """The environment for child processes: as if the venv were activated."""
+    env = dict(os.environ)
+    env.pop("PYTHONHOME", None)
+    env["VIRTUAL_ENV"] = str(venv)
+    env["PATH"] = os.pathsep.join([str(venv_bin(venv)), env.get("PATH", "")])
+    return env
+
+
+def stamp_digest() -> str:
+    digest = hashlib.sha256()
+    for name in STAMP_INPUTS:
+        digest.update(name.encode() + b"\0")
+        digest.update((ROOT / name).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> int:
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=ROOT, env=env)
+
+
+def ensure_venv() -> Path:
+    """Create the venv if missing and (re)install the project if the stamp is stale."""
+    venv = venv_dir()
+    python = venv_exe(venv, "python")
+    if not python.exists():
+        log(f"creating virtual environment {venv}")
+        if run([sys.executable, "-m", "venv", str(venv)]) != 0:
+            sys.exit(
+                "[dev.py] `python3 -m venv` failed (on Debian/Ubuntu: apt install python3-venv)"
+            )
+
+    stamp = venv / STAMP_NAME
+    digest = stamp_digest()
+    current = stamp.read_text().strip() if stamp.exists() else None
+    if current == digest:
+        log(f"virtual environment {venv} is up to date")
+        return venv
+
+    reason = "no install stamp" if current is None else "pyproject.toml or constraints.txt changed"
+    log(f"installing the project into {venv} ({reason})")
+    quiet_ci = ["--progress-bar=off"] if os.environ.get("CI") else []
+    install = [str(python), "-m", "pip", "install", *quiet_ci]
+    install += ["-c", "constraints.txt", "-e", ".[dev]"]
+    code = run(install, env=venv_env(venv))
+    if code != 0:
+        log("FAILED: pip install")
+        sys.exit(code)
+    stamp.write_text(digest + "\n")
+    return venv
+
+
+def steps_for(command: str, venv: Path, pytest_args: list[str]) -> list[tuple[str, list[str]]]:
+    def tool(name: str) -> str:
+        return str(venv_exe(venv, name))
+
+    lint = [
+        ("ruff check", [tool("ruff"), "check", "."]),
+        ("ruff format --check", [tool("ruff"), "format", "--check", "."]),
+    ]
+    # mypy reads mypy.ini; pyright reads [tool.pyright] in pyproject.toml, whose `venv = ".venv"`
+    # wins over --pythonpath when ./.venv exists (--pythonpath serves JDC_VENV otherwise).
+    if venv != ROOT / ".venv" and (ROOT / ".venv").exists():
+        log(f"note: pyright resolves imports from {ROOT / '.venv'} (pyproject), not {venv}")
+    typecheck = [
+        ("mypy", [tool("mypy")]),
+        ("pyright", [tool("pyright"), "--pythonpath", tool("python")]),
+    ]
+    if command == "lint":
+        return lint
+    if command == "typecheck":
+        return typecheck
+    if command == "test":
+        return [*lint, *typecheck, ("pytest", [tool("pytest"), "-n", "2", *pytest_args])]
+    if command == "tour":
+        return [("tour", [tool("python"), "examples/tour.py"])]
+    raise ValueError(command)
+
+
+def run_steps(steps: list[tuple[str, list[str]]], venv: Path) -> int:
+    env = venv_env(venv)
+    for index, (name, cmd) in enumerate(steps, start=1):
+        log(f"step {index}/{len(steps)}: {name}")
+        code = run(cmd, env=env)
+        if code != 0:
+            hint = " (no tests were collected)" if name == "pytest" and code == 5 else ""
+            log(f"FAILED at step {index}/{len(steps)}: {name} exited with {code}{hint}")
+            return code
+    log(f"all {len(steps)} step(s) passed: " + ", ".join(name for name, _ in steps))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python3 dev.py",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("tour", help="run examples/tour.py")
+    commands.add_parser(
+        "test", help="lint, type-check, then pytest -n 2 ARGS (all arguments after `test`)"
+    )
+    commands.add_parser("lint", help="ruff check, ruff format --check")
+    commands.add_parser("typecheck", help="mypy, pyright")
+    # Everything after `test` goes to pytest verbatim (argparse would reject `-k expr`).
+    pytest_args: list[str] = []
+    if argv[:1] == ["test"]:
+        argv, pytest_args = argv[:1], argv[1:]
+    args = parser.parse_args(argv)
+
+    if sys.version_info < MIN_PYTHON:
+        wanted = ".".join(map(str, MIN_PYTHON))
+        log(f"Python >= {wanted} is required, this is {sys.version.split()[0]}")
+        return 1
+
+    venv = ensure_venv()
+    return run_steps(steps_for(args.command, venv, pytest_args), venv)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,152 @@
+"""Keep CI, the README, .ci/run, dev.py and pyproject.toml in agreement.
+
+These tests read the files as data and never import jax_dataclasses.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from packaging.specifiers import SpecifierSet  # installed with pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+README_COMMANDS = {"python3 dev.py test", "python3 dev.py tour"}
+CLASSIFIER = re.compile(r"^Programming Language :: Python :: (3\.\d+)$")
+
+
+def load_pyproject() -> dict[str, Any]:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def load_workflow(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text())
+    assert isinstance(data, dict), f"{path.name} is not a YAML mapping"
+    return data
+
+
+def triggers(workflow: dict[str, Any]) -> set[str]:
+    # YAML 1.1 (PyYAML) reads the bare key `on` as the boolean True.
+    on = workflow.get("on", workflow.get(True))
+    if isinstance(on, str):
+        return {on}
+    if isinstance(on, list):
+        return set(on)
+    assert isinstance(on, dict), f"unexpected `on:` value {on!r}"
+    return set(on)
+
+
+def run_commands(job: dict[str, Any]) -> list[str]:
+    commands: list[str] = []
+    for step in job.get("steps", []):
+        for line in str(step.get("run", "")).splitlines():
+            if line.strip():
+                commands.append(line.strip())
+    return commands
+
+
+def classifier_versions() -> set[str]:
+    classifiers: list[str] = load_pyproject()["project"]["classifiers"]
+    return {m.group(1) for c in classifiers if (m := CLASSIFIER.match(c))}
+
+
+def readme_quick_start_commands() -> set[str]:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"^## Quick start\n(.*?)^## ", readme, re.DOTALL | re.MULTILINE)
+    assert match, "README.md has no '## Quick start' section followed by another section"
+    return set(re.findall(r"^python3 dev\.py \w+", match.group(1), re.MULTILINE))
+
+
+def all_jobs() -> dict[str, dict[str, Any]]:
+    jobs: dict[str, dict[str, Any]] = {}
+    for path in WORKFLOWS:
+        for name, job in load_workflow(path).get("jobs", {}).items():
+            jobs[f"{path.name}:{name}"] = job
+    return jobs
+
+
+def test_there_is_a_workflow() -> None:
+    assert WORKFLOWS, "no .github/workflows/*.yml found"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=[p.name for p in WORKFLOWS])
+def test_workflow_runs_on_push_and_pull_request(path: Path) -> None:
+    assert {"push", "pull_request"} <= triggers(load_workflow(path))
+
+
+def test_classifiers_list_the_supported_versions() -> None:
+    assert classifier_versions() == {"3.11", "3.12", "3.13"}
+
+
+def test_requires_python_admits_every_classifier_version() -> None:
+    spec = SpecifierSet(load_pyproject()["project"]["requires-python"])
+    for version in classifier_versions():
+        assert spec.contains(version), f"requires-python {spec} rejects {version}"
+    assert not spec.contains("3.10"), "requires-python admits a version without a classifier"
+
+
+def test_test_job_matrix_is_exactly_the_classifier_versions() -> None:
+    test_jobs = [job for job in all_jobs().values() if "python3 dev.py test" in run_commands(job)]
+    assert test_jobs, "no workflow job runs `python3 dev.py test`"
+    for job in test_jobs:
+        versions = job["strategy"]["matrix"]["python-version"]
+        assert all(isinstance(v, str) for v in versions), f"quote the versions: {versions!r}"
+        assert sorted(versions) == sorted(classifier_versions())
+        assert len(versions) == len(set(versions))
+        setup = [
+            s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python")
+        ]
+        assert setup, "the test job does not set up Python"
+        assert setup[0]["with"]["python-version"] == "${{ matrix.python-version }}"
+
+
+def test_every_job_checks_out_and_sets_up_python_before_running() -> None:
+    for name, job in all_jobs().items():
+        uses = [str(step.get("uses", "")) for step in job["steps"]]
+        assert "actions/checkout@v4" in uses, name
+        assert "actions/setup-python@v5" in uses, name
+        first_run = next(i for i, step in enumerate(job["steps"]) if "run" in step)
+        assert uses.index("actions/setup-python@v5") < first_run, name
+
+
+def test_workflow_commands_are_the_readme_commands() -> None:
+    readme = readme_quick_start_commands()
+    assert readme == README_COMMANDS
+    workflow = {cmd for job in all_jobs().values() for cmd in run_commands(job)}
+    assert workflow == readme
+
+
+def test_ci_run_script_runs_dev_py_test() -> None:
+    script = ROOT / ".ci" / "run"
+    assert os.access(script, os.X_OK), ".ci/run is not executable"
+    lines = [line.strip() for line in script.read_text().splitlines()]
+    assert lines[0] == "#!/usr/bin/env bash"
+    assert "set -euo pipefail" in lines
+    commands = [line for line in lines if line and not line.startswith("#")]
+    assert commands[-1] == "exec python3 dev.py test"
+
+
+def test_dev_py_offers_the_documented_commands() -> None:
+    # --help exits before dev.py touches any virtual environment.
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "dev.py"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    listed = set(re.findall(r"^ {4}(\w+)\b", result.stdout, re.MULTILINE))
+    for command in README_COMMANDS:
+        assert command.split()[-1] in listed, f"`{command}` is not a dev.py subcommand"
+
+
+def test_dev_extra_contains_the_test_extra() -> None:
+    extras: dict[str, list[str]] = load_pyproject()["project"]["optional-dependencies"]
+    missing = set(extras["test"]) - set(extras["dev"])
+    assert not missing, f"dev extra lacks {sorted(missing)}"
