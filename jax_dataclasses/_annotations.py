@@ -140,11 +140,11 @@ def is_static_annotation(
         shown = annotation if isinstance(annotation, str) else _show(annotation)
         if decision is _UNDECIDED:
             problem = (
-                f"cannot tell whether the annotation {shown!r} of {where} is Static: its "
+                f"cannot tell whether the annotation {shown} of {where} is Static: its "
                 "outermost name is not defined yet where the class or function is created"
             )
         else:
-            problem = f"Static must be the outermost part of the annotation of {where}, got {shown!r}"
+            problem = f"Static must be the outermost part of the annotation of {where}, got {shown}"
         raise StaticAnnotationError(
             f"{problem}. Write Static[...] around the whole type, for example "
             "Static[Optional[int]] instead of Optional[Static[int]]."

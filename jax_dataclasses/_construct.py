@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from jax_dataclasses._registry import FLAT_ATTR, Layout, finish_construction
+from jax_dataclasses._registry import FLAT_ATTR, Layout, compile_function, finish_construction
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
 
 
@@ -33,11 +33,17 @@ def _is_initvar(f: dataclasses.Field[Any]) -> bool:
 def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     """Fields and InitVars that `__init__` takes, in the order `dataclasses` uses."""
     all_fields: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
-    params = [f for f in all_fields.values() if f.init and (f in dataclasses.fields(cls) or _is_initvar(f))]
+    params = [
+        f
+        for f in all_fields.values()
+        if f.init and (f in dataclasses.fields(cls) or _is_initvar(f))
+    ]
     positional = [f for f in params if not f.kw_only]
     seen_default = None
     for f in positional:
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        has_default = (
+            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        )
         if has_default:
             seen_default = f
         elif seen_default is not None:
@@ -115,8 +121,7 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
         body.append(f"    __jdc_self__.__post_init__({initvars})")
         body.append("    __finish(__jdc_self__)")
     source = f"def __init__({', '.join(signature)}):\n" + "\n".join(body or ["    pass"]) + "\n"
-    exec(compile(source, f"<jax_dataclasses {cls.__qualname__}.__init__>", "exec"), namespace)  # noqa: S102
-    init: Callable[..., None] = namespace["__init__"]
+    init: Callable[..., None] = compile_function("__init__", source, namespace)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {f.name: f.type for f in params} | {"return": None}
     return init

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import re
 import sys
 import threading
@@ -37,7 +38,7 @@ def pytree_dataclass(
     /,
     *,
     init: bool = True,
-    repr: bool = True,  # noqa: A002  # The name is `dataclasses.dataclass`'s.
+    repr: bool = True,  # The name is `dataclasses.dataclass`'s.
     eq: bool = True,
     order: bool = False,
     unsafe_hash: bool = False,
@@ -70,7 +71,7 @@ def pytree_dataclass(
             "because JAX may share and cache them. Edit a copy with jdc.copy_and_mutate(obj) "
             "or jdc.replace(obj, ...)."
         )
-    localns = sys._getframe(1).f_locals  # noqa: SLF001  # The decorating scope's names.
+    localns = sys._getframe(1).f_locals  # The decorating scope's names.
 
     def wrap(target: type) -> type:
         return _decorate(target, options, localns)
@@ -195,7 +196,7 @@ class _SharedArrayDefault:
 
 def _wrap_array_defaults(cls: type) -> dict[str, object]:
     wrapped: dict[str, object] = {}
-    for name in cls.__dict__.get("__annotations__", {}):
+    for name in inspect.get_annotations(cls):
         value = cls.__dict__.get(name)
         default = value.default if isinstance(value, dataclasses.Field) else value
         if isinstance(default, np.ndarray):
@@ -274,7 +275,7 @@ def _add_slot_state(cls: type) -> None:
 def _declared_fields(cls: type) -> list[str]:
     """Annotated names a class body declares itself, other than `ClassVar`s."""
     names = []
-    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+    for name, annotation in inspect.get_annotations(cls).items():
         if isinstance(annotation, str):
             if _CLASSVAR_SOURCE.match(annotation):
                 continue

@@ -57,7 +57,7 @@ def mutable(objects: Mapping[int, tuple[object, Assign]]) -> Iterator[None]:
         _MUTABLE.reset(token)
 
 
-class mutating:  # noqa: N801  # Used like a function: `with mutating(obj):`.
+class mutating:  # Used like a function: `with mutating(obj):`.
     """Allow plain assignment to one object for the block (a class's own `__init__`).
 
     A small class rather than `@contextmanager`, because it runs on every construction of a

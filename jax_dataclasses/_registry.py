@@ -49,8 +49,9 @@ def layout_of(cls: type) -> Layout | None:
     return _LAYOUTS.get(cls)
 
 
-def _compile(name: str, source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
-    exec(compile(source, f"<jax_dataclasses {name}>", "exec"), namespace)  # noqa: S102
+def compile_function(name: str, source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """Define function `name` from generated `source`, with `namespace` as its globals."""
+    exec(compile(source, f"<jax_dataclasses {name}>", "exec"), namespace)
     function: Callable[..., Any] = namespace[name]
     return function
 
@@ -84,7 +85,7 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
     if layout.statics:
         unpack += f"    {_tuple_source(local[n] for n in layout.statics)} = __statics\n"
     functions = {
-        "flatten_with_keys": _compile(
+        "flatten_with_keys": compile_function(
             "flatten_with_keys",
             f"def flatten_with_keys(__o):\n    return ({keyed}, {statics})\n",
             namespace,
@@ -96,22 +97,35 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
         store = f"    __o.__dict__.update({{{entries}__flat: (__children, __statics)}})\n"
         refresh = f"    __o.__dict__[__flat] = ({children}, {statics})\n"
     else:
-        functions["flatten"] = _compile(
+        functions["flatten"] = compile_function(
             "flatten", f"def flatten(__o):\n    return ({children}, {statics})\n", namespace
         )
         store = "".join(f"    __setattr(__o, {name!r}, {local[name]})\n" for name in fields)
         refresh = "    pass\n"
-    functions["unflatten"] = _compile(
+    functions["unflatten"] = compile_function(
         "unflatten",
         "def unflatten(__statics, __children):\n"
         f"    __o = __new(__cls)\n{unpack}{store}    return __o\n",
         namespace,
     )
-    functions["refresh"] = _compile("refresh", f"def refresh(__o):\n{refresh}", namespace)
+    functions["refresh"] = compile_function("refresh", f"def refresh(__o):\n{refresh}", namespace)
     return functions
 
 
 _REFRESH: dict[type, Callable[[Any], None]] = {}
+_ON_REGISTER: list[Callable[[Layout], None]] = []
+
+
+def on_register(hook: Callable[[Layout], None]) -> None:
+    """Call `hook(layout)` for every class registered so far and for each one registered later.
+
+    Used to register classes with optional libraries (flax serialization) once they are
+    imported. Runs once per class, never per instance. `hook` must be idempotent: a class
+    registered by another thread while this runs may be passed to it twice.
+    """
+    _ON_REGISTER.append(hook)
+    for layout in list(_LAYOUTS.values()):
+        hook(layout)
 
 
 def register(layout: Layout) -> None:
@@ -125,6 +139,8 @@ def register(layout: Layout) -> None:
     )
     _LAYOUTS[layout.cls] = layout
     _REFRESH[layout.cls] = functions["refresh"]
+    for hook in _ON_REGISTER:
+        hook(layout)
 
 
 def finish_construction(obj: object) -> None:

@@ -1,0 +1,347 @@
+"""The decorator: dataclass options, frozen instances, registration, subclasses, defaults."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_dataclasses as jdc
+
+
+@jdc.pytree_dataclass
+class Layer:
+    w: jax.Array
+    b: jax.Array
+    activation: jdc.Static[str] = "tanh"
+
+
+@jdc.pytree_dataclass
+class Model:
+    layers: list[Layer]
+    name: jdc.Static[str] = "model"
+
+
+@jdc.pytree_dataclass(slots=True)
+class Slotted:
+    x: Any
+    tag: jdc.Static[int] = 0
+
+
+def make_model() -> Model:
+    return Model([Layer(jnp.ones((2, 2)), jnp.zeros(2)), Layer(jnp.eye(2), jnp.ones(2), "relu")])
+
+
+# -- dataclass options ------------------------------------------------------------------------
+
+
+def test_bare_and_called_forms_give_dataclasses() -> None:
+    assert dataclasses.is_dataclass(Layer) and jdc.is_dataclass(Model)
+    assert [f.name for f in jdc.fields(Layer)] == ["w", "b", "activation"]
+    assert str(inspect.signature(Layer)) == (
+        "(w: 'jax.Array', b: 'jax.Array', activation: 'jdc.Static[str]' = 'tanh') -> None"
+    )
+
+
+def test_all_dataclass_options_are_accepted() -> None:
+    @jdc.pytree_dataclass(
+        init=True,
+        repr=False,
+        eq=True,
+        order=True,
+        unsafe_hash=False,
+        frozen=True,
+        match_args=True,
+        kw_only=True,
+        slots=True,
+        weakref_slot=True,
+    )
+    class Options:
+        a: int
+        b: jdc.Static[int] = 0
+
+    first, second = Options(a=1), Options(a=2)
+    assert first < second
+    assert "Options(" not in repr(first)
+    assert Options.__match_args__ == ()  # kw_only fields are not positional patterns
+    assert hasattr(Options, "__weakref__")
+    with pytest.raises(TypeError):
+        Options(1)  # type: ignore[misc]
+
+
+def test_eq_hash_and_match_follow_a_frozen_dataclass() -> None:
+    @jdc.pytree_dataclass
+    class Config:
+        depth: jdc.Static[int]
+        width: int
+
+    assert Config(1, 2) == Config(1, 2)
+    assert hash(Config(1, 2)) == hash(Config(1, 2))  # usable as a jit static argument
+    match Config(3, 4):
+        case Config(depth, width):
+            assert (depth, width) == (3, 4)
+
+    @jdc.pytree_dataclass(eq=False)
+    class Identity:
+        x: int
+
+    one = Identity(1)
+    assert one != Identity(1) and hash(one) == object.__hash__(one)
+
+
+def test_frozen_false_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"frozen=False.*always frozen"):
+        jdc.pytree_dataclass(frozen=False)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("target", [lambda: 1, 3, "Layer"])
+def test_decorating_a_non_class_is_refused(target: object) -> None:
+    with pytest.raises(TypeError, match=r"decorates classes, got"):
+        jdc.pytree_dataclass(target)  # type: ignore[call-overload]
+
+
+def test_own_setattr_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"Own defines __setattr__"):
+
+        @jdc.pytree_dataclass
+        class Own:
+            x: int
+
+            def __setattr__(self, name: str, value: object) -> None: ...
+
+
+# -- frozen instances -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("obj", [Layer(jnp.ones(1), jnp.ones(1)), Slotted(1.0)])
+def test_assignment_and_deletion_are_refused(obj: Any) -> None:
+    cls = type(obj).__qualname__
+    field = jdc.fields(obj)[0].name
+    with pytest.raises(
+        dataclasses.FrozenInstanceError, match=rf"assign to field '{field}' of {cls}"
+    ):
+        setattr(obj, field, 2.0)
+    with pytest.raises(dataclasses.FrozenInstanceError, match=rf"delete field '{field}' of {cls}"):
+        delattr(obj, field)
+
+
+def test_custom_init_may_assign_and_keeps_fields_consistent() -> None:
+    @jdc.pytree_dataclass
+    class Derived:
+        a: jax.Array
+        b: jax.Array
+        scale: jdc.Static[float]
+
+        def __init__(self, x: jax.Array, scale: float = 2.0) -> None:
+            self.a = x * scale
+            object.__setattr__(self, "b", x + 1)  # the jax_dataclasses 1.6 spelling
+            self.scale = scale
+
+    derived = Derived(jnp.ones(2))
+    assert jax.tree_util.tree_leaves(derived) == [derived.a, derived.b]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        derived.a = jnp.zeros(2)  # type: ignore[misc]
+    doubled = jax.jit(lambda d: jax.tree.map(lambda v: v * 2, d))(derived)
+    assert isinstance(doubled, Derived) and doubled.scale == 2.0
+    assert jnp.array_equal(doubled.a, jnp.full(2, 4.0))
+    grads = jax.grad(lambda d: jnp.sum(d.a * d.b))(derived)
+    assert jnp.array_equal(grads.a, derived.b) and jnp.array_equal(grads.b, derived.a)
+    batched = jax.vmap(lambda d: d.a + d.b)(Derived(jnp.ones((3, 2))))
+    assert batched.shape == (3, 2)
+
+
+def test_custom_init_that_misses_a_field_is_reported() -> None:
+    @jdc.pytree_dataclass
+    class Forgetful:
+        a: int
+        b: int
+
+        def __init__(self) -> None:
+            self.a = 1
+
+    with pytest.raises(TypeError, match=r"Forgetful.__init__ did not set field 'b'"):
+        Forgetful()
+
+
+def test_init_false_without_default_must_be_set() -> None:
+    with pytest.raises(TypeError, match=r"field 'n' of \S*Unset has init=False and no default"):
+
+        @jdc.pytree_dataclass
+        class Unset:
+            n: int = dataclasses.field(init=False)
+
+    @jdc.pytree_dataclass
+    class SetInPostInit:
+        x: jax.Array
+        n: jdc.Static[int] = dataclasses.field(init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "n", int(self.x.shape[0]))
+
+    obj = SetInPostInit(jnp.ones(4))
+    assert obj.n == 4
+    assert jax.tree_util.tree_structure(obj) == jax.tree_util.tree_structure(SetInPostInit(obj.x))
+
+
+# -- registration and the unflatten rule ------------------------------------------------------
+
+
+def test_key_paths_name_the_fields() -> None:
+    paths = [
+        jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(make_model())[0]
+    ]
+    assert paths == [".layers[0].w", ".layers[0].b", ".layers[1].w", ".layers[1].b"]
+    mapped = jax.tree_util.tree_map_with_path(lambda p, _: jax.tree_util.keystr(p), make_model())
+    assert mapped.layers[1].b == ".layers[1].b"
+
+
+def test_unflatten_never_runs_init_or_post_init() -> None:
+    calls: list[str] = []
+
+    @jdc.pytree_dataclass
+    class Strict:
+        x: Any
+
+        def __post_init__(self) -> None:
+            calls.append("post_init")
+            if not isinstance(self.x, jax.Array):
+                raise TypeError("x must be an array")
+
+    strict = Strict(jnp.ones(2))
+    calls.clear()
+    treedef = jax.tree_util.tree_structure(strict)
+    placeholder = object()
+    rebuilt = jax.tree_util.tree_unflatten(treedef, [placeholder])
+    assert rebuilt.x is placeholder and type(rebuilt) is Strict
+    jax.vmap(lambda s: s)(jax.tree.map(lambda v: jnp.stack([v, v]), strict))
+    jax.jacfwd(lambda s: s.x)(strict)
+    assert calls == []
+
+
+def test_flatten_sees_fields_of_objects_built_without_init() -> None:
+    layer = object.__new__(Layer)
+    for name, value in (("w", jnp.ones(1)), ("b", jnp.zeros(1)), ("activation", "relu")):
+        object.__setattr__(layer, name, value)
+    leaves, treedef = jax.tree_util.tree_flatten(layer)
+    assert [float(v[0]) for v in leaves] == [1.0, 0.0]
+    assert jax.tree_util.tree_unflatten(treedef, leaves).activation == "relu"
+
+
+def test_slots_class_flattens_and_unflattens() -> None:
+    obj = Slotted(jnp.ones(2), tag=3)
+    leaves, treedef = jax.tree_util.tree_flatten(obj)
+    rebuilt = jax.tree_util.tree_unflatten(treedef, [leaves[0] * 2])
+    assert type(rebuilt) is Slotted and rebuilt.tag == 3
+    assert jnp.array_equal(rebuilt.x, jnp.full(2, 2.0))
+
+
+def test_pickle_and_copy_round_trip() -> None:
+    for obj in (Layer(np.ones(2), np.zeros(2), "relu"), Slotted(np.ones(1), tag=2)):
+        for clone in (pickle.loads(pickle.dumps(obj)), copy.copy(obj), copy.deepcopy(obj)):
+            assert type(clone) is type(obj)
+            assert jax.tree_util.tree_structure(clone) == jax.tree_util.tree_structure(obj)
+            for a, b in zip(
+                jax.tree_util.tree_leaves(clone), jax.tree_util.tree_leaves(obj), strict=True
+            ):
+                np.testing.assert_array_equal(a, b)
+    deep = copy.deepcopy(make_model())
+    assert jax.tree_util.tree_leaves(deep)[0] is deep.layers[0].w
+
+
+# -- subclasses -------------------------------------------------------------------------------
+
+
+def test_undecorated_subclass_without_new_fields_is_still_a_pytree() -> None:
+    class Named(Layer):
+        def describe(self) -> str:
+            return f"{self.activation} layer"
+
+    named = Named(jnp.ones(1), jnp.zeros(1))
+    leaves, treedef = jax.tree_util.tree_flatten(named)
+    assert len(leaves) == 2
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert type(rebuilt) is Named and rebuilt.describe() == "tanh layer"
+
+
+def test_undecorated_subclass_with_new_fields_is_refused() -> None:
+    class Extended(Layer):
+        extra: int = 0
+
+    with pytest.raises(
+        TypeError, match=r"Extended subclasses a pytree dataclass and declares fields 'extra'"
+    ):
+        Extended(jnp.ones(1), jnp.zeros(1))
+
+
+def test_decorated_subclass_adds_fields_and_keeps_its_own_init() -> None:
+    @jdc.pytree_dataclass
+    class Child(Layer):
+        gain: jax.Array = dataclasses.field(default_factory=lambda: jnp.ones(()))
+
+    @jdc.pytree_dataclass
+    class Same(Layer):
+        def __init__(self, w: jax.Array) -> None:
+            super().__init__(w, -w)
+
+    child = Child(jnp.ones(1), jnp.zeros(1))
+    assert len(jax.tree_util.tree_leaves(child)) == 3
+    same = Same(jnp.ones(1))
+    assert jnp.array_equal(jax.tree_util.tree_leaves(same)[1], -jnp.ones(1))
+
+
+def test_subclass_keeps_a_user_init_subclass_hook() -> None:
+    seen: list[str] = []
+
+    @jdc.pytree_dataclass
+    class Base:
+        x: int
+
+        def __init_subclass__(cls, **kwargs: Any) -> None:
+            super().__init_subclass__(**kwargs)
+            seen.append(cls.__name__)
+
+    class Sub(Base):
+        pass
+
+    assert seen == ["Sub"]
+    assert jax.tree_util.tree_leaves(Sub(1)) == [1]
+
+
+# -- defaults and aliases ---------------------------------------------------------------------
+
+
+def test_jax_array_defaults_are_shared_and_numpy_defaults_refused() -> None:
+    default = jnp.zeros(3)
+
+    @jdc.pytree_dataclass
+    class WithDefault:
+        x: jax.Array = default
+        y: jax.Array = dataclasses.field(default=jnp.ones(2))
+
+    assert WithDefault().x is default and WithDefault().x is WithDefault().x
+    assert jdc.fields(WithDefault)[0].default is default
+    with pytest.raises(
+        ValueError, match=r"field 'z' of \S*NumpyDefault has a NumPy array as its default"
+    ):
+
+        @jdc.pytree_dataclass
+        class NumpyDefault:
+            z: np.ndarray = np.zeros(2)
+
+
+def test_aliases_are_the_standard_library_functions() -> None:
+    assert jdc.field is dataclasses.field and jdc.fields is dataclasses.fields
+    assert jdc.replace is dataclasses.replace and jdc.asdict is dataclasses.asdict
+    assert jdc.astuple is dataclasses.astuple and jdc.is_dataclass is dataclasses.is_dataclass
+    layer = Layer(1.0, 2.0)  # type: ignore[arg-type]
+    replaced = jdc.replace(layer, activation="relu")
+    assert replaced.activation == "relu" and layer.activation == "tanh"
+    assert jdc.asdict(layer) == {"w": 1.0, "b": 2.0, "activation": "tanh"}
+    assert jdc.astuple(layer) == (1.0, 2.0, "tanh")

@@ -1,0 +1,218 @@
+"""Which fields are static: `Static[...]` in every spelling, metadata, inheritance, errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Annotated, ClassVar, Generic, Optional, TypeVar
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jax_dataclasses as jdc
+from jax_dataclasses._registry import layout_of
+
+T = TypeVar("T")
+
+
+def statics(cls: type) -> tuple[str, ...]:
+    layout = layout_of(cls)
+    assert layout is not None
+    return layout.statics
+
+
+def children(cls: type) -> tuple[str, ...]:
+    layout = layout_of(cls)
+    assert layout is not None
+    return layout.children
+
+
+def test_future_annotations_strings_are_resolved() -> None:
+    # This module uses `from __future__ import annotations`: every annotation is a string.
+    @jdc.pytree_dataclass
+    class Layer:
+        w: jax.Array
+        activation: jdc.Static[str] = "tanh"
+
+    assert statics(Layer) == ("activation",)
+    assert children(Layer) == ("w",)
+    treedef = jax.tree_util.tree_structure(Layer(jnp.ones(2)))
+    assert "tanh" in str(treedef)
+
+
+def test_object_annotations_and_explicit_strings() -> None:
+    namespace: dict[str, object] = {"jdc": jdc, "jax": jax}
+    exec(
+        "@jdc.pytree_dataclass\n"
+        "class Obj:\n"
+        "    a: jdc.Static[int]\n"
+        "    b: 'jdc.Static[int]'\n"
+        "    c: jax.Array\n",
+        namespace,
+    )
+    assert statics(namespace["Obj"]) == ("a", "b")  # type: ignore[arg-type]
+
+
+def test_aliases_and_locals_of_the_decorating_scope() -> None:
+    import jax_dataclasses as local_jdc
+
+    S = local_jdc.Static
+
+    @local_jdc.pytree_dataclass
+    class Aliased:
+        a: S[int]
+        b: local_jdc.Static[float]
+        c: Annotated[S[int], "documented"]
+        d: int
+
+    assert statics(Aliased) == ("a", "b", "c")
+
+
+def test_forward_reference_inside_static_to_a_later_local_class() -> None:
+    @jdc.pytree_dataclass
+    class Holder:
+        config: jdc.Static[Container[bool]]
+        x: jax.Array
+
+    @dataclasses.dataclass(frozen=True)
+    class Container(Generic[T]):
+        value: T
+
+    holder = Holder(Container(True), jnp.zeros(()))
+    assert statics(Holder) == ("config",)
+    assert jax.tree_util.tree_leaves(holder) == [holder.x]
+
+
+def test_generic_class_with_static_type_variable() -> None:
+    @jdc.pytree_dataclass
+    class Box(Generic[T]):
+        label: jdc.Static[T]
+        value: jax.Array
+
+    box: Box[str] = Box("a", jnp.ones(3))
+    assert statics(Box) == ("label",)
+    assert jax.tree_util.tree_structure(box) != jax.tree_util.tree_structure(Box("b", box.value))
+
+
+def test_metadata_conventions_of_other_libraries() -> None:
+    @jdc.pytree_dataclass
+    class Migrated:
+        a: int = dataclasses.field(default=1, metadata={"static": True})
+        b: int = dataclasses.field(default=2, metadata={"pytree_node": False})
+        c: float = dataclasses.field(default=3.0, metadata={"pytree_node": True})
+        d: float = dataclasses.field(default=4.0, metadata={"static": False})
+
+    assert statics(Migrated) == ("a", "b")
+    assert children(Migrated) == ("c", "d")
+
+
+def test_classvar_and_initvar_are_not_fields() -> None:
+    @jdc.pytree_dataclass
+    class WithPseudoFields:
+        x: jax.Array
+        scale: dataclasses.InitVar[float] = 1.0
+        count: ClassVar[int] = 0
+        tag: ClassVar[jdc.Static[str]] = "t"
+
+        def __post_init__(self, scale: float) -> None:
+            object.__setattr__(self, "x", self.x * scale)
+
+    obj = WithPseudoFields(jnp.ones(2), scale=3.0)
+    assert children(WithPseudoFields) == ("x",)
+    assert statics(WithPseudoFields) == ()
+    assert jnp.array_equal(jax.tree_util.tree_leaves(obj)[0], jnp.full(2, 3.0))
+
+
+def test_inherited_fields_keep_their_decision() -> None:
+    @dataclasses.dataclass
+    class PlainBase:
+        p: jdc.Static[int]
+        q: float
+
+    @jdc.pytree_dataclass
+    class Middle(PlainBase):
+        r: jdc.Static[str] = "r"
+
+    @jdc.pytree_dataclass(kw_only=True)
+    class Leaf(Middle):
+        s: jax.Array
+        t: jdc.Static[bool] = True
+
+    assert statics(Middle) == ("p", "r")
+    assert statics(Leaf) == ("p", "r", "t")
+    assert children(Leaf) == ("q", "s")
+    leaf = Leaf(1, 2.0, s=jnp.ones(1))
+    assert jax.tree_util.tree_leaves(leaf) == [2.0, leaf.s]
+
+
+def test_kw_only_and_init_false_fields_are_state() -> None:
+    @jdc.pytree_dataclass
+    class State:
+        x: jax.Array
+        _: dataclasses.KW_ONLY
+        mode: jdc.Static[str] = "a"
+        steps: jax.Array = dataclasses.field(init=False, default=jnp.zeros(()))
+        label: jdc.Static[str] = dataclasses.field(init=False, default="fixed")
+
+    state = State(jnp.ones(2), mode="b")
+    assert statics(State) == ("mode", "label")
+    assert children(State) == ("x", "steps")
+    leaves, treedef = jax.tree_util.tree_flatten(state)
+    rebuilt = jax.tree_util.tree_unflatten(treedef, [leaf + 1 for leaf in leaves])
+    assert rebuilt.label == "fixed" and rebuilt.mode == "b"
+    assert jnp.array_equal(rebuilt.steps, jnp.ones(()))
+
+
+@pytest.mark.parametrize(
+    ("annotation", "shown"),
+    [
+        ("Optional[jdc.Static[int]]", "Optional[jdc.Static[int]]"),
+        ("list[jdc.Static[int]]", "list[jdc.Static[int]]"),
+        ("'jdc.Static[int]' | None", "'jdc.Static[int]' | None"),
+    ],
+)
+def test_nested_static_is_an_error_that_shows_the_fix(annotation: str, shown: str) -> None:
+    namespace: dict[str, object] = {"jdc": jdc, "Optional": Optional}
+    with pytest.raises(jdc.StaticAnnotationError) as info:
+        exec(f"@jdc.pytree_dataclass\nclass Nested:\n    x: {annotation!r}\n", namespace)
+    message = str(info.value)
+    assert "field 'x' of Nested" in message
+    assert shown in message
+    assert "Static[Optional[int]]" in message
+    assert isinstance(info.value, TypeError)
+
+
+def test_nested_static_object_annotation_is_an_error() -> None:
+    with pytest.raises(TypeError, match=r"outermost.*field 'y' of \S*Obj, got typing.Optional"):
+
+        @jdc.pytree_dataclass
+        class Obj:
+            y: typing.Optional[jdc.Static[int]]  # noqa: UP045  # The spelling under test.
+
+    namespace: dict[str, object] = {"jdc": jdc, "typing": typing}
+    with pytest.raises(jdc.StaticAnnotationError, match="field 'z' of Obj2"):
+        exec(
+            "@jdc.pytree_dataclass\nclass Obj2:\n    z: typing.Optional[jdc.Static[int]]\n",
+            namespace,
+        )
+
+
+def test_undecidable_outer_part_that_mentions_static_is_an_error() -> None:
+    with pytest.raises(jdc.StaticAnnotationError) as info:
+
+        @jdc.pytree_dataclass
+        class Undecided:
+            x: NotYetDefined[jdc.Static[int]]  # type: ignore[name-defined]  # noqa: F821
+
+    assert "field 'x' of " in str(info.value)
+    assert "Undecided" in str(info.value)
+    assert "cannot tell" in str(info.value)
+
+
+def test_undecidable_annotation_without_static_is_a_child() -> None:
+    @jdc.pytree_dataclass
+    class Later:
+        x: DefinedLater  # type: ignore[name-defined]  # noqa: F821
+
+    assert children(Later) == ("x",)

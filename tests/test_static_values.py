@@ -1,0 +1,138 @@
+"""Values in static fields: arrays refused, uncacheable values warned about (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import math
+import warnings
+from collections import namedtuple
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_dataclasses as jdc
+
+
+@jdc.pytree_dataclass
+class Holder:
+    x: Any
+    meta: jdc.Static[Any] = None
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenConfig:
+    depth: int
+    names: tuple[str, ...] = ()
+
+
+Point = namedtuple("Point", "x y")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        1,
+        2.5,
+        "s",
+        None,
+        True,
+        (1, ("a", 2.0)),
+        frozenset({1, 2}),
+        math.sqrt,
+        len,
+        Color.RED,
+        FrozenConfig(2, ("a",)),
+        Point(1, 2),
+        jnp.float32,
+        np.dtype("float32"),
+        np.float32(1.0),
+        functools,
+        int,
+    ],
+)
+def test_good_static_values_pass_silently(value: object) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        holder = Holder(1.0, value)
+    assert holder.meta is value
+
+
+@pytest.mark.parametrize("value", [jnp.ones(2), np.ones(2), (1, jnp.zeros(())), [jnp.zeros(1)][0]])
+def test_arrays_in_static_fields_are_refused(value: object) -> None:
+    with pytest.raises(TypeError, match=r"static field 'meta' of Holder holds an array") as info:
+        Holder(1.0, value)
+    assert "remove Static[...]" in str(info.value)
+
+
+def test_tracers_in_static_fields_are_refused() -> None:
+    @jax.jit
+    def build(x: jax.Array) -> jax.Array:
+        Holder(x, x)
+        return x
+
+    with pytest.raises(TypeError, match=r"static field 'meta' of Holder holds an array"):
+        build(jnp.ones(1))
+
+
+def test_replace_also_checks() -> None:
+    with pytest.raises(TypeError, match=r"static field 'meta' of Holder"):
+        jdc.replace(Holder(1.0), meta=np.zeros(1))
+
+
+@pytest.mark.parametrize(
+    ("factory", "problem"),
+    [
+        (lambda: [1, 2], "not hashable"),
+        (lambda: {"a": 1}, "not hashable"),
+        (lambda: (1, [2]), "not hashable"),
+        (lambda: object(), "hashes by identity"),
+        (lambda: FrozenConfig(1, ([1],)), "not hashable"),  # type: ignore[arg-type]
+    ],
+)
+def test_uncacheable_values_warn_once_per_class_and_field(factory: Any, problem: str) -> None:
+    @jdc.pytree_dataclass
+    class Fresh:  # a new class per case, so "once" starts afresh
+        a: jdc.Static[Any]
+        b: jdc.Static[Any] = None
+
+    with pytest.warns(jdc.StaticFieldWarning, match=rf"static field 'a' of \S*Fresh: .*{problem}"):
+        Fresh(factory())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Fresh(factory())  # the same class and field: no second warning
+    with pytest.warns(jdc.StaticFieldWarning, match=r"static field 'b'"):
+        Fresh(1, factory())
+
+
+def test_the_warning_can_become_an_error() -> None:
+    @jdc.pytree_dataclass
+    class Strict:
+        a: jdc.Static[Any]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", jdc.StaticFieldWarning)
+        for _ in range(2):  # an error every time, not just the first
+            with pytest.raises(jdc.StaticFieldWarning):
+                Strict([1])
+    assert issubclass(jdc.StaticFieldWarning, UserWarning)
+
+
+def test_post_init_changes_are_checked() -> None:
+    @jdc.pytree_dataclass
+    class Normalising:
+        shape: jdc.Static[Any]
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "shape", jnp.asarray(self.shape))
+
+    with pytest.raises(TypeError, match=r"static field 'shape' of \S*Normalising holds an array"):
+        Normalising((1, 2))
