@@ -2,7 +2,7 @@
 
 We write our own `__init__` instead of the standard library's because instances are frozen
 through our `__setattr__` (which the standard non-frozen `__init__` would call), and because
-one `__dict__.update` that also stores the flatten cache is faster than the standard frozen
+one `__dict__` write that also stores the flatten cache is faster than the standard frozen
 `__init__`'s `object.__setattr__` per field, which pays for the static-value checks.
 The signature follows `dataclasses` exactly: the same parameters, order, defaults,
 `kw_only` handling, `InitVar`s and `__post_init__` call.
@@ -14,7 +14,13 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from jax_dataclasses._registry import FLAT_ATTR, Layout, compile_function, finish_construction
+from jax_dataclasses._registry import (
+    FLAT_ATTR,
+    Layout,
+    compile_function,
+    dict_setter,
+    finish_construction,
+)
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
 
 
@@ -113,7 +119,11 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
             children = "".join(f"{name}, " for name in layout.children)
             statics = "".join(f"{name}, " for name in layout.statics)
             entries += f"{FLAT_ATTR!r}: (({children}), ({statics})), "
-        body.append(f"    __jdc_self__.__dict__.update({{{entries}}})")
+        if cls.__new__ is object.__new__:  # Nothing can be in the fresh `__dict__` yet.
+            namespace["__set_dict"] = dict_setter(cls)
+            body.append(f"    __set_dict(__jdc_self__, {{{entries}}})")
+        else:
+            body.append(f"    __jdc_self__.__dict__.update({{{entries}}})")
     else:
         body.extend(f"    __setattr(__jdc_self__, {name!r}, {name})" for name in stored)
     if post_init:

@@ -56,12 +56,22 @@ def compile_function(name: str, source: str, namespace: dict[str, Any]) -> Calla
     return function
 
 
+def dict_setter(cls: type) -> Callable[[object, dict[str, Any]], None]:
+    """The C-level setter of `obj.__dict__` for instances of `cls` (cheaper than `.update`)."""
+    for klass in cls.__mro__:
+        descriptor = klass.__dict__.get("__dict__")
+        if descriptor is not None:
+            setter: Callable[[object, dict[str, Any]], None] = descriptor.__set__
+            return setter
+    raise TypeError(f"instances of {cls.__qualname__} have no __dict__")
+
+
 def _tuple_source(items: Iterable[str]) -> str:
     return "(" + "".join(f"{item}, " for item in items) + ")"
 
 
 def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
-    """Generate flatten, flatten-with-keys, unflatten and refresh for one layout.
+    """Generate flatten, flatten-with-keys, unflatten, fill and refresh for one layout.
 
     Generated locals are dunder-prefixed so that no field name can shadow them.
     """
@@ -71,6 +81,8 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
         "__cls": layout.cls,
         "__flat": FLAT_ATTR,
     }
+    if layout.cached:
+        namespace["__set_dict"] = dict_setter(layout.cls)
     for i, name in enumerate(layout.children):
         namespace[f"__key{i}"] = tree_util.GetAttrKey(name)
     fields = layout.children + layout.statics
@@ -94,7 +106,7 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
     if layout.cached:
         functions["flatten"] = operator.attrgetter(FLAT_ATTR)
         entries = "".join(f"{name!r}: {local[name]}, " for name in fields)
-        store = f"    __o.__dict__.update({{{entries}__flat: (__children, __statics)}})\n"
+        store = f"    __set_dict(__o, {{{entries}__flat: (__children, __statics)}})\n"
         refresh = f"    __o.__dict__[__flat] = ({children}, {statics})\n"
     else:
         functions["flatten"] = compile_function(
@@ -108,11 +120,17 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
         f"    __o = __new(__cls)\n{unpack}{store}    return __o\n",
         namespace,
     )
+    functions["fill"] = compile_function(
+        "fill",
+        f"def fill(__o, __statics, __children):\n{unpack}{store}    return None\n",
+        namespace,
+    )
     functions["refresh"] = compile_function("refresh", f"def refresh(__o):\n{refresh}", namespace)
     return functions
 
 
 _REFRESH: dict[type, Callable[[Any], None]] = {}
+_FILL: dict[type, Callable[[Any, tuple[Any, ...], tuple[Any, ...]], None]] = {}
 _ON_REGISTER: list[Callable[[Layout], None]] = []
 
 
@@ -139,6 +157,7 @@ def register(layout: Layout) -> None:
     )
     _LAYOUTS[layout.cls] = layout
     _REFRESH[layout.cls] = functions["refresh"]
+    _FILL[layout.cls] = functions["fill"]
     for hook in _ON_REGISTER:
         hook(layout)
 
@@ -157,6 +176,13 @@ def finish_construction(obj: object) -> None:
     for name in layout.statics:
         check_static_value(cls, name, getattr(obj, name))
     _REFRESH[cls](obj)
+
+
+def filler_of(cls: type) -> Callable[[Any, tuple[Any, ...], tuple[Any, ...]], None]:
+    """`fill(obj, statics, children)`: set every field of a blank `object.__new__(cls)` instance
+    as unflatten does (cache included), so `copy_and_mutate` can create an object before copying
+    its children and copy cycles."""
+    return _FILL[cls]
 
 
 def set_field(obj: object, name: str, value: object) -> None:
