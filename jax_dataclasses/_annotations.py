@@ -25,6 +25,8 @@ class _StaticMarker:
 
 
 STATIC_MARKER = _StaticMarker()
+LEGACY_STATIC_MARKER = "__jax_dataclasses_static_field__"
+"""What jax_dataclasses 1.6 put in `Annotated` metadata and field metadata; still honoured."""
 
 Static = Annotated[T, STATIC_MARKER]
 """`Static[T]` is `T` to type checkers; on a field or `jit` parameter it marks the value static:
@@ -41,7 +43,9 @@ class StaticAnnotationError(TypeError):
 def _is_static_object(obj: object) -> bool:
     """True for `Static` itself, `Static[X]`, `jdc.Static` aliases and `Annotated[X, marker]`."""
     metadata = getattr(obj, "__metadata__", None)
-    return isinstance(metadata, tuple) and any(m is STATIC_MARKER for m in metadata)
+    return isinstance(metadata, tuple) and any(
+        m is STATIC_MARKER or m == LEGACY_STATIC_MARKER for m in metadata
+    )
 
 
 def _lookup(node: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) -> object:
@@ -92,7 +96,8 @@ def _decide_source(expr: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) ->
     if obj in _ANNOTATED_ORIGINS and isinstance(expr, ast.Subscript):
         # Annotated[Static[int], "doc"] flattens to Annotated[int, marker, "doc"].
         args = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
-        return _decide_source(args[0], namespaces)
+        legacy = any(isinstance(a, ast.Constant) and a.value == LEGACY_STATIC_MARKER for a in args)
+        return legacy or _decide_source(args[0], namespaces)
     return False
 
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from jax import Array
 
-from jax_dataclasses._annotations import is_static_annotation
+from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, is_static_annotation
 from jax_dataclasses._construct import make_init
 from jax_dataclasses._frozen import frozen_delattr, frozen_setattr, mutating
 from jax_dataclasses._registry import (
@@ -25,7 +25,7 @@ from jax_dataclasses._registry import (
     register,
 )
 
-_STATIC_METADATA = (("static", True), ("pytree_node", False))
+_STATIC_METADATA = (("static", True), ("pytree_node", False), (LEGACY_STATIC_MARKER, True))
 _CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
 _decorating = threading.local()
 _pending_inits: dict[type, Callable[..., None] | None] = {}

@@ -216,3 +216,13 @@ def test_undecidable_annotation_without_static_is_a_child() -> None:
         x: DefinedLater  # type: ignore[name-defined]  # noqa: F821
 
     assert children(Later) == ("x",)
+
+
+def test_markers_of_jax_dataclasses_1_6_are_honoured() -> None:
+    @jdc.pytree_dataclass
+    class Legacy:
+        a: Annotated[int, "__jax_dataclasses_static_field__"]
+        b: int = dataclasses.field(default=0, metadata={"__jax_dataclasses_static_field__": True})
+        c: float = 0.0
+
+    assert statics(Legacy) == ("a", "b")
