@@ -20,8 +20,10 @@ from jax_dataclasses._frozen import frozen_delattr, frozen_setattr, mutating
 from jax_dataclasses._registry import (
     FLAT_ATTR,
     Layout,
+    dict_setter,
     finish_construction,
     layout_of,
+    refresh,
     register,
 )
 
@@ -114,10 +116,9 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
         cls.__init__ = _finishing_init(user_init)  # type: ignore[misc]
     cls.__setattr__ = frozen_setattr  # type: ignore[method-assign,assignment]
     cls.__delattr__ = frozen_delattr  # type: ignore[method-assign,assignment]
-    if options["slots"]:
-        _add_slot_state(cls)
-    else:
+    if layout.cached:
         setattr(cls, FLAT_ATTR, _FlatFallback(layout))
+    _add_pickle_support(cls, layout)
     _install_subclass_hook(cls)
     adopted = layout_of(cls)
     if adopted is None:
@@ -253,23 +254,36 @@ def _finishing_init(user_init: Callable[..., None]) -> Callable[..., None]:
     return __init__
 
 
-def _add_slot_state(cls: type) -> None:
-    """Pickle and copy support for `slots=True` (the default setstate would call setattr)."""
-    if "__getstate__" not in cls.__dict__:
-        names = [f.name for f in dataclasses.fields(cls)]
+def _add_pickle_support(cls: type, layout: Layout) -> None:
+    """`__getstate__`/`__setstate__` that never go through our frozen `__setattr__`.
 
-        def __getstate__(self: object) -> list[object]:
-            return [getattr(self, name) for name in names]
+    The pickled state leaves out the flatten cache and `__setstate__` rebuilds it, so an
+    object pickled before a class changed which fields are static cannot come back stale.
+    """
+    if "__getstate__" in cls.__dict__ or "__setstate__" in cls.__dict__:
+        return
+    if layout.cached:
+        set_dict = dict_setter(cls)
 
-        cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
-    if "__setstate__" not in cls.__dict__:
-        field_names = [f.name for f in dataclasses.fields(cls)]
+        def __getstate__(self: object) -> dict[str, object]:
+            return {k: v for k, v in vars(self).items() if k != FLAT_ATTR}
 
-        def __setstate__(self: object, state: list[object]) -> None:
-            for name, value in zip(field_names, state, strict=True):
+        def __setstate__(self: object, state: dict[str, object]) -> None:
+            set_dict(self, dict(state))
+            refresh(self)
+
+    else:
+        names = layout.children + layout.statics
+
+        def __getstate__(self: object) -> dict[str, object]:
+            return {name: getattr(self, name) for name in names}
+
+        def __setstate__(self: object, state: dict[str, object]) -> None:
+            for name, value in state.items():
                 object.__setattr__(self, name, value)
 
-        cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
+    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
 
 
 def _declared_fields(cls: type) -> list[str]:

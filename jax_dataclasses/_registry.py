@@ -185,6 +185,11 @@ def filler_of(cls: type) -> Callable[[Any, tuple[Any, ...], tuple[Any, ...]], No
     return _FILL[cls]
 
 
+def refresh(obj: object) -> None:
+    """Rebuild the flatten cache of `obj` from its fields (no-op for uncached classes)."""
+    _REFRESH[type(obj)](obj)
+
+
 def set_field(obj: object, name: str, value: object) -> None:
     """Set one field of a registered instance, keeping its flatten cache in step."""
     object.__setattr__(obj, name, value)

@@ -345,3 +345,14 @@ def test_aliases_are_the_standard_library_functions() -> None:
     assert replaced.activation == "relu" and layer.activation == "tanh"
     assert jdc.asdict(layer) == {"w": 1.0, "b": 2.0, "activation": "tanh"}
     assert jdc.astuple(layer) == (1.0, 2.0, "tanh")
+
+
+def test_pickled_state_leaves_out_the_flatten_cache() -> None:
+    layer = Layer(np.ones(1), np.zeros(1), "relu")
+    state = layer.__getstate__()  # type: ignore[attr-defined]
+    assert set(state) == {"w", "b", "activation"}
+    # A stale cache in old pickles (or hand-made state) is rebuilt from the fields.
+    restored = object.__new__(Layer)
+    restored.__setstate__({**state, "activation": "tanh", "__jdc_flat__": ((), ())})  # type: ignore[attr-defined]
+    assert jax.tree_util.tree_structure(restored) == jax.tree_util.tree_structure(Layer(1, 2))  # type: ignore[arg-type]
+    assert len(jax.tree_util.tree_leaves(restored)) == 2
