@@ -1,0 +1,203 @@
+"""`flax.serialization` support for every pytree dataclass, without importing flax (DESIGN.md §6).
+
+Flax finds a type's handlers in its own registry, keyed by exact type, so each class must be
+registered there. `import jax_dataclasses` must not import flax, so registration waits until
+`flax.serialization` is imported: if it already is, now; otherwise a meta path finder wraps
+that one module's loader and registers right after the module has run. From then on each new
+class is registered as it is created (`_registry.on_register`). Without flax nothing happens.
+
+State dicts hold children under their field names; static fields are not stored and are taken
+from the target on restore. Restoring rebuilds the object through its pytree unflatten, so
+`__init__`/`__post_init__` never see the raw restored values.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import numpy as np
+from jax import Array, tree_util
+
+from jax_dataclasses._registry import Layout, on_register
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+
+FLAX_SERIALIZATION = "flax.serialization"
+
+_LEAF_TYPES = (Array, np.ndarray, np.generic, bool, int, float, complex)
+
+
+def _is_leaf(value: object) -> bool:
+    """Array-like: a target child that is one must be restored to one (or None)."""
+    return isinstance(value, _LEAF_TYPES)
+
+
+class _FlaxSerialization(Protocol):
+    """The part of the `flax.serialization` module we use."""
+
+    def register_serialization_state(
+        self,
+        ty: type,
+        ty_to_state_dict: Callable[[Any], dict[str, Any]],
+        ty_from_state_dict: Callable[[Any, Any], Any],
+        override: bool = ...,
+    ) -> None: ...
+
+    def is_serializable(self, target: object) -> bool: ...
+
+    def to_state_dict(self, target: object) -> Any: ...
+
+    def from_state_dict(self, target: object, state: Any, name: str = ...) -> Any: ...
+
+    def current_path(self) -> str: ...
+
+
+_install_lock = threading.Lock()
+_register_lock = threading.Lock()
+_installed = False
+
+
+def install_flax_hooks() -> None:
+    """Register every pytree dataclass with `flax.serialization` whenever that is imported."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        _installed = True
+        # Stays installed, so a re-import (or reload) of flax.serialization registers again.
+        sys.meta_path.insert(0, _FlaxSerializationFinder())
+        if FLAX_SERIALIZATION in sys.modules:
+            # import_module waits if another thread is still running the module.
+            _activate(importlib.import_module(FLAX_SERIALIZATION))
+
+
+class _FlaxSerializationFinder:
+    """Finds `flax.serialization` with the other finders, then wraps its loader."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname != FLAX_SERIALIZATION:
+            return None
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            if finder is self or find_spec is None:
+                continue
+            spec: ModuleSpec | None = find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = cast(Any, _RegisteringLoader(spec.loader))
+                return spec
+        return None
+
+
+class _RegisteringLoader:
+    """Runs the real loader, then registers our classes with the freshly run module."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _activate(module)
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything else (`get_source`, resource readers) is the real loader's."""
+        return getattr(self._loader, name)
+
+
+def _activate(module: ModuleType) -> None:
+    flax = cast(_FlaxSerialization, module)
+    on_register(functools.partial(_register, flax))
+
+
+def _register(flax: _FlaxSerialization, layout: Layout) -> None:
+    with _register_lock:
+        if not flax.is_serializable(layout.cls):
+            flax.register_serialization_state(
+                layout.cls,
+                functools.partial(_to_state_dict, flax, layout),
+                functools.partial(_from_state_dict, flax, layout),
+            )
+
+
+def _to_state_dict(flax: _FlaxSerialization, layout: Layout, obj: object) -> dict[str, Any]:
+    return {name: flax.to_state_dict(getattr(obj, name)) for name in layout.children}
+
+
+def _names(names: Sequence[object]) -> str:
+    return ", ".join(repr(name) for name in names)
+
+
+def _from_state_dict(
+    flax: _FlaxSerialization, layout: Layout, target: object, state: object
+) -> object:
+    """A copy of `target` with its children restored from `state` and its static fields kept."""
+    cls = layout.cls.__qualname__
+    where = f"{cls} at path {flax.current_path()!r}"
+    if not isinstance(state, Mapping):
+        raise ValueError(
+            f"cannot restore {where} from a {type(state).__qualname__}: expected a state dict "
+            f"with the fields {_names(layout.children)}. The saved tree does not have the "
+            "target's structure (a leaf where a dataclass is expected)."
+        )
+    state = cast(Mapping[object, object], state)
+    missing = [name for name in layout.children if name not in state]
+    unknown = [key for key in state if key not in layout.children]
+    if missing or unknown:
+        problems: list[str] = []
+        if missing:
+            problems.append(f"missing field(s) {_names(missing)}")
+        if unknown:
+            problems.append(f"unknown field(s) {_names(unknown)}")
+        hint = ""
+        if any(key in layout.statics for key in unknown):
+            hint = " Static fields are not stored: they are taken from the target."
+        raise ValueError(
+            f"the state dict for {where} has {' and '.join(problems)}; {cls} stores the "
+            f"fields {_names(layout.children)}. Restore into a target of the class the state "
+            f"was saved from.{hint}"
+        )
+    children: list[object] = []
+    for name in layout.children:
+        old = getattr(target, name)
+        try:
+            new: object = flax.from_state_dict(old, state[name], name=name)
+        except KeyError as error:  # flax's list and tuple restore index the state directly.
+            raise ValueError(
+                f"cannot restore field {name!r} of {where}: its state lacks the entry "
+                f"{error} that the target's structure needs."
+            ) from error
+        if _is_leaf(old) and not (new is None or _is_leaf(new)):
+            raise ValueError(
+                f"cannot restore field {name!r} of {where}: the target holds an array but the "
+                f"state holds a {type(new).__qualname__}. The saved tree does not have the "
+                "target's structure (a subtree where a leaf is expected)."
+            )
+        children.append(new)
+    return _rebuild(target, children)
+
+
+def _rebuild(target: object, children: list[object]) -> object:
+    """`target` with new children, built by the class's unflatten (which skips `__init__`).
+
+    Mapping over `target` with every direct child as a leaf replaces the children in field
+    order and keeps the static fields.
+    """
+    replacements = iter(children)
+
+    def replace(_: object) -> object:
+        return next(replacements)
+
+    return tree_util.tree_map(replace, target, is_leaf=lambda node: node is not target)
