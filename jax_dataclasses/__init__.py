@@ -4,17 +4,21 @@ from dataclasses import asdict, astuple, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
 from jax_dataclasses._annotations import Static, StaticAnnotationError
+from jax_dataclasses._enforced_annotations import EnforcedAnnotationsMixin
 from jax_dataclasses._serialization import install_flax_hooks as _install_flax_hooks
 from jax_dataclasses._static_values import StaticFieldWarning
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as pytree_dataclass
+    from dataclasses import field as static_field
 else:
     from jax_dataclasses._dataclass import pytree_dataclass
+    from jax_dataclasses._static_field import static_field
 
 _install_flax_hooks()
 
 __all__ = [
+    "EnforcedAnnotationsMixin",
     "Static",
     "StaticAnnotationError",
     "StaticFieldWarning",
@@ -25,4 +29,5 @@ __all__ = [
     "is_dataclass",
     "pytree_dataclass",
     "replace",
+    "static_field",
 ]

@@ -1,0 +1,274 @@
+"""The deprecated 1.x surface: `static_field()` and `EnforcedAnnotationsMixin`."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import warnings
+from typing import Annotated, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_dataclasses as jdc
+from jax_dataclasses import _enforced_annotations
+from jax_dataclasses._enforced_annotations import AnnotationMismatchError
+
+# -- static_field ---------------------------------------------------------------------------
+
+
+def test_static_field_warns_at_the_call_site_and_points_to_static() -> None:
+    with pytest.warns(DeprecationWarning, match=r"jdc\.Static\[T\]") as record:
+
+        @jdc.pytree_dataclass
+        class Config:
+            x: jax.Array
+            n: int = jdc.static_field(default=3)
+
+    assert record[0].filename == __file__
+    config = Config(jnp.ones(2))
+    assert jax.tree.leaves(config) == [config.x]
+    assert jax.tree.unflatten(jax.tree.structure(config), [jnp.zeros(1)]).n == 3
+
+
+def test_static_field_takes_the_arguments_of_dataclasses_field() -> None:
+    with pytest.warns(DeprecationWarning):
+
+        @jdc.pytree_dataclass
+        class Options:
+            x: Any
+            sizes: tuple[int, ...] = jdc.static_field(default_factory=tuple, repr=False)
+            mode: str = jdc.static_field(default="a", metadata={"doc": "the mode"}, kw_only=True)
+            hidden: str = jdc.static_field(default="h", init=False, compare=False)
+
+    fields = {f.name: f for f in dataclasses.fields(Options)}
+    assert fields["sizes"].repr is False and fields["mode"].kw_only is True
+    assert dict(fields["mode"].metadata) == {"doc": "the mode", "static": True}
+    assert fields["hidden"].init is False and fields["hidden"].compare is False
+    options = Options(1.0, (2,), mode="b")
+    assert (options.sizes, options.mode, options.hidden) == ((2,), "b", "h")
+    assert jax.tree.leaves(options) == [1.0]
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="unexpected"):
+        jdc.static_field(nonsense=1)
+
+
+# -- EnforcedAnnotationsMixin: classes --------------------------------------------------------
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+
+    @jdc.pytree_dataclass
+    class Points(jdc.EnforcedAnnotationsMixin):
+        xy: Annotated[jax.Array, (2,), jnp.floating]
+        mask: Annotated[jax.Array, jnp.bool_, ()]  # dtype first; shape () is a scalar.
+        label: jdc.Static[str] = ""
+
+    @jdc.pytree_dataclass
+    class Image(jdc.EnforcedAnnotationsMixin):
+        pixels: Annotated[jax.Array, (3, ..., 4), jnp.float32]  # Batch axes in the middle.
+
+    @jdc.pytree_dataclass
+    class Cloud(jdc.EnforcedAnnotationsMixin):
+        points: Points
+        weight: Annotated[Any, ()]
+        note: Any = None
+
+    @jdc.pytree_dataclass
+    class Counts(jdc.EnforcedAnnotationsMixin):
+        counts: Annotated[jax.Array, jnp.integer]  # dtype only: no batch axes.
+
+    @jdc.pytree_dataclass
+    class Checked(jdc.EnforcedAnnotationsMixin):
+        value: Annotated[jax.Array, (2,)]
+        post_init_ran: bool = dataclasses.field(default=False, init=False)
+
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            object.__setattr__(self, "post_init_ran", True)
+
+    @jdc.pytree_dataclass
+    class Position(jdc.EnforcedAnnotationsMixin):
+        x: Annotated[jax.Array, (3,), jnp.floating]
+
+    @jdc.pytree_dataclass
+    class Features(jdc.EnforcedAnnotationsMixin):
+        y: Annotated[jax.Array, (2,), jnp.floating]
+
+
+def points(*batch: int) -> Points:
+    return Points(jnp.zeros((*batch, 2)), jnp.ones(batch, dtype=bool))
+
+
+def raises_mismatch(*fragments: str) -> Any:
+    """pytest.raises for our AssertionError subclass, with a message containing `fragments`."""
+    return pytest.raises(AnnotationMismatchError, match=".*".join(map(re.escape, fragments)))
+
+
+# -- EnforcedAnnotationsMixin: definition -----------------------------------------------------
+
+
+def test_defining_a_subclass_warns_once_pointing_to_jaxtyping() -> None:
+    with pytest.warns(DeprecationWarning, match="jaxtyping") as record:
+
+        @jdc.pytree_dataclass(slots=True)
+        class Slotted(jdc.EnforcedAnnotationsMixin):
+            v: Annotated[jax.Array, (1,)]
+
+    assert len([w for w in record if issubclass(w.category, DeprecationWarning)]) == 1
+    assert record[0].filename == __file__
+    assert Slotted(jnp.ones((4, 1))).get_batch_axes() == (4,)
+
+
+def test_errors_are_assertion_errors_of_a_dedicated_class() -> None:
+    assert issubclass(AnnotationMismatchError, AssertionError)
+    with pytest.raises(AssertionError) as caught:
+        Points(jnp.zeros(3), jnp.array(True))
+    assert type(caught.value) is AnnotationMismatchError
+
+
+# -- EnforcedAnnotationsMixin: the validation matrix --------------------------------------------
+
+
+@pytest.mark.parametrize("batch", [(), (5,), (4, 5)])
+def test_valid_instances_report_their_batch_axes(batch: tuple[int, ...]) -> None:
+    assert points(*batch).get_batch_axes() == batch
+
+
+def test_shape_mismatch_names_class_field_expected_and_actual() -> None:
+    with raises_mismatch("field 'xy' of Points", "shape (2,)", "has shape (5, 3)"):
+        Points(jnp.zeros((5, 3)), jnp.ones(5, dtype=bool))
+    with raises_mismatch("field 'xy' of Points", "shape (2,)", "has shape ()"):
+        Points(jnp.float32(1.0), jnp.array(True))
+
+
+def test_dtype_mismatch_names_class_field_expected_and_actual() -> None:
+    with raises_mismatch("field 'xy' of Points", "dtype floating", "has dtype int32"):
+        Points(jnp.zeros(2, dtype=jnp.int32), jnp.array(True))
+    with raises_mismatch("field 'mask' of Points", "dtype bool", "has dtype float32"):
+        Points(jnp.zeros(2), jnp.zeros(()))
+    with raises_mismatch("field 'counts' of Counts", "dtype integer", "has dtype float32"):
+        Counts(jnp.zeros(3))
+    with raises_mismatch("field 'counts' of Counts", "dtype integer", "has dtype float64"):
+        Counts(np.float64(1.0))  # type: ignore[arg-type]  # A NumPy scalar is checked.
+    assert Counts(np.arange(3, dtype=np.uint8)).counts.dtype == np.uint8
+
+
+def test_batch_axis_mismatch_names_both_fields() -> None:
+    with raises_mismatch("field 'mask' of Points has batch axes (4,)", "field 'xy'", "(5,)"):
+        Points(jnp.zeros((5, 2)), jnp.ones(4, dtype=bool))
+
+
+def test_middle_batch_axes() -> None:
+    assert Image(jnp.zeros((3, 7, 8, 4))).get_batch_axes() == (7, 8)
+    assert Image(jnp.zeros((3, 4))).get_batch_axes() == ()
+    with raises_mismatch("field 'pixels' of Image", "shape (3, ..., 4)", "has shape (4, 3)"):
+        Image(jnp.zeros((4, 3)))
+    with raises_mismatch("field 'pixels' of Image", "has shape (3,)"):
+        Image(jnp.zeros(3))
+
+
+def test_python_scalars_have_shape_unit_and_no_dtype_check() -> None:
+    assert Cloud(points(), 1.5).get_batch_axes() == ()
+    assert Cloud(points(), 2).get_batch_axes() == ()
+    with raises_mismatch("field 'xy' of Points", "shape (2,)", "has shape ()"):
+        Points(1.0, True)  # type: ignore[arg-type]
+
+
+def test_nested_instances_must_extend_the_parent_batch_axes() -> None:
+    assert Cloud(points(5), jnp.zeros(5)).get_batch_axes() == (5,)
+    assert Cloud(points(5, 7), jnp.zeros(5)).get_batch_axes() == (5,)
+    with raises_mismatch(
+        "field 'points' of Cloud holds a Points with batch axes (4,)", "batch axes (5,) of Cloud"
+    ):
+        Cloud(points(4), jnp.zeros(5))
+
+
+def test_non_arrays_are_not_checked_and_give_no_batch_axes() -> None:
+    counts = Counts(jnp.arange(3))
+    with raises_mismatch("Counts has no batch axes"):
+        counts.get_batch_axes()
+    cloud = Cloud(points(), None)  # type: ignore[arg-type]
+    with raises_mismatch("Cloud has no batch axes"):
+        cloud.get_batch_axes()
+
+
+def test_a_post_init_calling_super_runs_the_checks() -> None:
+    assert Checked(jnp.zeros((6, 2))).post_init_ran
+    with raises_mismatch("field 'value' of Checked"):
+        Checked(jnp.zeros(3))
+
+
+def test_annotations_are_parsed_once_per_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[type] = []
+    get_type_hints = _enforced_annotations.typing.get_type_hints
+
+    def counting(cls: type, **kwargs: Any) -> dict[str, Any]:
+        calls.append(cls)
+        return get_type_hints(cls, **kwargs)
+
+    monkeypatch.setattr(_enforced_annotations.typing, "get_type_hints", counting)
+    with pytest.warns(DeprecationWarning):
+
+        @jdc.pytree_dataclass
+        class Fresh(jdc.EnforcedAnnotationsMixin):
+            v: Annotated[jax.Array, (2,)]
+
+    for _ in range(3):
+        Fresh(jnp.zeros(2)).get_batch_axes()
+    assert calls.count(Fresh) == 1
+
+
+@pytest.mark.parametrize(
+    ("annotation", "problem"),
+    [
+        ("Annotated[jax.Array, 'a docstring']", "got 'a docstring', which is neither"),
+        ("Annotated[jax.Array, (2,), (3,)]", "at most one shape and one dtype"),
+        ("Annotated[jax.Array, jnp.float32, jnp.int32]", "at most one shape and one dtype"),
+        ("Annotated[jax.Array, (..., 2, ...)]", "more than one `...`"),
+        ("Annotated[jax.Array, ('n', 2)]", "may only contain sizes"),
+        ("Annotated[jax.Array, (-1,)]", "may only contain sizes"),
+    ],
+)
+def test_malformed_annotations_raise_type_error(annotation: str, problem: str) -> None:
+    namespace = {"__annotations__": {"v": annotation}, "__module__": __name__}
+    with pytest.warns(DeprecationWarning):
+        bad = jdc.pytree_dataclass(type("Bad", (jdc.EnforcedAnnotationsMixin,), namespace))
+    with pytest.raises(TypeError, match=r"field 'v' of Bad: .*" + re.escape(problem)):
+        bad(jnp.zeros(2))
+
+
+# -- EnforcedAnnotationsMixin: JAX transforms rebuild without checks ----------------------------
+
+
+def test_jacobian_between_annotated_classes() -> None:
+    matrix = jnp.arange(6.0).reshape(2, 3)
+
+    def f(position: Position) -> Features:
+        return Features(matrix @ position.x)
+
+    jacobian = jax.jacfwd(f)(Position(jnp.ones(3)))
+    # Features.y holds a Position of shape (2, 3): built by unflatten, so nothing checks it.
+    assert isinstance(jacobian, Features) and isinstance(jacobian.y, Position)
+    np.testing.assert_array_equal(jacobian.y.x, matrix)
+    reverse = jax.jacrev(f)(Position(jnp.ones(3)))
+    np.testing.assert_array_equal(reverse.y.x, matrix)
+
+
+def test_vmap_over_batched_instances_and_construction_inside() -> None:
+    batch = points(5)
+    doubled = jax.vmap(lambda p: Points(p.xy * 2, p.mask, p.label))(batch)
+    assert doubled.get_batch_axes() == (5,)
+    assert jax.vmap(lambda p: p.get_batch_axes() == ())(batch).all()
+
+
+def test_get_batch_axes_is_recomputed_for_unflattened_instances() -> None:
+    jitted = jax.jit(lambda p: p)(points(4, 5))
+    assert jitted.get_batch_axes() == (4, 5)
+    first = jax.tree.map(lambda leaf: leaf[0], points(4, 5))
+    assert first.get_batch_axes() == (5,)
+    leaves, treedef = jax.tree.flatten(points(5))
+    broken = jax.tree.unflatten(treedef, [leaves[0], jnp.ones(4, dtype=bool)])
+    with raises_mismatch("field 'mask' of Points has batch axes (4,)"):
+        broken.get_batch_axes()
