@@ -6,6 +6,7 @@ so the checks run with pytest in a child process started with
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = Path(__file__).resolve().parent / "_sharding_child.py"
+EXAMPLE = ROOT / "examples" / "data_parallel.py"
+DEVICE_COUNT = 8
 TIMEOUT_SECONDS = 600
 
 
@@ -33,14 +36,14 @@ def as_text(output: str | bytes | None) -> str:
     return output or ""
 
 
-def test_pytree_dataclasses_on_a_mesh_of_8_devices() -> None:
-    command = [sys.executable, "-m", "pytest", str(CHILD), "-q", "-p", "no:cacheprovider"]
-    command += ["-rfE", "--tb=short", "--no-header"]
+def run_on_devices(arguments: list[str]) -> str:
+    """Run `python ARGUMENTS` on DEVICE_COUNT CPU devices; its output, or a test failure."""
+    command = [sys.executable, *arguments]
     try:
         result = subprocess.run(
             command,
             cwd=ROOT,
-            env=child_environment(8),
+            env=child_environment(DEVICE_COUNT),
             capture_output=True,
             text=True,
             timeout=TIMEOUT_SECONDS,
@@ -48,12 +51,28 @@ def test_pytree_dataclasses_on_a_mesh_of_8_devices() -> None:
         )
     except subprocess.TimeoutExpired as timeout:
         pytest.fail(
-            f"{CHILD.name} did not finish within {TIMEOUT_SECONDS} s and was killed.\n"
-            f"--- output so far ---\n{as_text(timeout.stdout)}\n{as_text(timeout.stderr)}"
+            f"{' '.join(command)}\ndid not finish within {TIMEOUT_SECONDS} s and was killed.\n"
+            f"--- output so far ---\n{as_text(timeout.stdout)}\n{as_text(timeout.stderr)}",
+            pytrace=False,
         )
     if result.returncode != 0:
         pytest.fail(
-            f"{' '.join(command)}\nexited with {result.returncode}; its report:\n"
+            f"{' '.join(command)}\nexited with {result.returncode}; its output:\n"
             f"{result.stdout}\n{result.stderr}",
             pytrace=False,
         )
+    return result.stdout
+
+
+def test_pytree_dataclasses_on_a_mesh_of_8_devices() -> None:
+    run_on_devices(
+        ["-m", "pytest", str(CHILD), "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short"]
+    )
+
+
+def test_data_parallel_example_learns_on_8_devices() -> None:
+    output = run_on_devices([str(EXAMPLE)])
+    assert f"{DEVICE_COUNT} device(s)" in output, output
+    assert f"each device saw 32 of the {32 * DEVICE_COUNT} rows" in output, output
+    losses = [float(loss) for loss in re.findall(r"mean loss ([0-9.]+)", output)]
+    assert len(losses) >= 2 and losses[-1] < losses[0] / 4, output
