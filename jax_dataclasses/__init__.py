@@ -4,9 +4,11 @@ from dataclasses import asdict, astuple, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
 from jax_dataclasses._annotations import Static, StaticAnnotationError
+from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import EnforcedAnnotationsMixin
 from jax_dataclasses._serialization import install_flax_hooks as _install_flax_hooks
 from jax_dataclasses._static_values import StaticFieldWarning
+from jax_dataclasses._validate import MutationValidationError
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as pytree_dataclass
@@ -19,11 +21,13 @@ _install_flax_hooks()
 
 __all__ = [
     "EnforcedAnnotationsMixin",
+    "MutationValidationError",
     "Static",
     "StaticAnnotationError",
     "StaticFieldWarning",
     "asdict",
     "astuple",
+    "copy_and_mutate",
     "field",
     "fields",
     "is_dataclass",

@@ -1,0 +1,195 @@
+"""`copy_and_mutate`: edit a structural copy of a pytree in place (DESIGN.md §4).
+
+The copy has new dataclass objects and new containers and shares the leaves (and static
+values) with the original. Permission to assign to the new dataclass objects is granted through
+`_frozen.mutable`, so it lives in a `ContextVar`: it holds only in the current thread or asyncio
+task, and only until the block ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable, Generator, Iterable
+from contextlib import contextmanager
+from itertools import repeat
+from typing import Any, Protocol, TypeVar, cast
+
+from jax import tree_util
+
+from jax_dataclasses._frozen import Assign, mutable
+from jax_dataclasses._registry import FLAT_ATTR, Layout, filler_of, layout_of, set_field
+from jax_dataclasses._static_values import check_static_value
+from jax_dataclasses._validate import check_assignment
+
+T = TypeVar("T")
+
+
+@contextmanager
+def copy_and_mutate(obj: T, validate: bool = True) -> Generator[T, None, None]:
+    """Yield a structural copy of the pytree `obj` in which every pytree dataclass is mutable.
+
+    `obj` is never changed. Inside the block, fields of the copy's dataclasses (at any depth,
+    inside lists, tuples, dicts and other pytree nodes) can be assigned; after the block, and
+    in every other thread or asyncio task, they are frozen. With `validate=True`, an assignment
+    to a child field must keep its tree structure and its leaves' shapes and dtypes
+    (`MutationValidationError` otherwise), and a static field's new value must pass the
+    static-value checks. With `validate=False`, any value may be assigned.
+    """
+    block = _Block(validate)
+    copy, allowed = _structural_copy(obj, block.assign)
+    try:
+        with mutable(allowed):
+            yield copy
+    finally:
+        block.open = False
+
+
+class _Block:
+    """One `copy_and_mutate` block: performs (and validates) assignments while it is open.
+
+    Closing it matters for contexts that copied the permission while the block was open (an
+    asyncio task created inside it): their permission ends with the block too.
+    """
+
+    __slots__ = ("open", "validate")
+
+    def __init__(self, validate: bool) -> None:
+        self.validate = validate
+        self.open = True
+
+    def assign(self, obj: object, name: str, value: object) -> None:
+        cls = type(obj)
+        if not self.open:
+            raise dataclasses.FrozenInstanceError(
+                f"cannot assign to field {name!r} of {cls.__qualname__}: the copy_and_mutate "
+                "block that made it mutable has ended. Assign inside the `with` block."
+            )
+        layout = cast(_Dataclass, _KINDS[cls]).layout  # Only objects of a copy get here.
+        if name in layout.children:
+            if self.validate:
+                check_assignment(cls, name, getattr(obj, name), value)
+        elif name in layout.statics:
+            if self.validate:
+                check_static_value(cls, name, value)
+        else:
+            raise dataclasses.FrozenInstanceError(
+                f"cannot assign to {name!r} of {cls.__qualname__}: it is not a field. Inside "
+                "copy_and_mutate only fields can be assigned, because a pytree dataclass has no "
+                "other state (flatten and unflatten would drop it)."
+            )
+        set_field(obj, name, value)
+
+
+class _OneLevel(Protocol):
+    """A treedef (jaxlib ships no type information for `PyTreeDef`)."""
+
+    def unflatten(self, leaves: Iterable[Any], /) -> Any: ...
+
+
+_registry = tree_util.default_registry  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]  # jaxlib has no stubs
+_flatten_one_level = cast(
+    "Callable[[object], tuple[Iterable[Any], Any]]",
+    _registry.flatten_one_level,  # pyright: ignore[reportUnknownMemberType]
+)
+_is_node = cast("Callable[[type], bool]", _registry.is_node)  # pyright: ignore[reportUnknownMemberType]
+_tree_structure = cast(
+    "Callable[[object, Callable[[object], bool]], _OneLevel]",
+    tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
+)
+
+
+class _Dataclass:
+    """How to copy instances of one pytree dataclass: read `(children, statics)`, then fill."""
+
+    __slots__ = ("fill", "layout", "read")
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.fill = filler_of(layout.cls)
+        self.read: Callable[[object], tuple[Iterable[Any], Any]]
+        if hasattr(layout.cls, FLAT_ATTR):  # The cached flat form (or its class fallback).
+            self.read = operator.attrgetter(FLAT_ATTR)
+        else:  # `slots=True`: the registered flatten.
+            self.read = _flatten_one_level
+
+
+_type_of: Callable[[object], type[object]] = type  # `type`, typed for pyright.
+_LEAF, _LIST, _TUPLE, _DICT, _OTHER = "leaf", "list", "tuple", "dict", "other"
+_Kind = str | _Dataclass
+_KINDS: dict[type, _Kind] = {list: _LIST, tuple: _TUPLE, dict: _DICT, type(None): _LEAF}
+"""What each type is to the copy (whether JAX treats a value as a node depends on its type)."""
+
+
+def _kind(cls: type) -> _Kind:
+    kind = _KINDS.get(cls)
+    if kind is None:
+        layout = layout_of(cls)
+        kind = _Dataclass(layout) if layout is not None else _OTHER if _is_node(cls) else _LEAF
+        _KINDS[cls] = kind
+    return kind
+
+
+def _structural_copy(tree: T, assign: Assign) -> tuple[T, dict[int, tuple[object, Assign]]]:
+    """Copy every pytree node of `tree` (keeping its leaves), and the permission to mutate it.
+
+    Nodes are memoized by id, so shared subtrees stay shared and cycles (made by an earlier
+    mutation) are copied as cycles. Dataclasses, lists and dicts are created before their
+    children are copied, which is what lets a cycle through them close. Leaves are recognised
+    by their type before any call, because they are most of a model.
+    """
+    memo: dict[int, Any] = {}
+    created: list[object] = []  # The new dataclass objects, which become mutable.
+    keep_alive: list[object] = []  # Children made by a flatten: their ids must stay unique.
+    kinds = _KINDS
+    new_object = object.__new__
+    type_of = _type_of
+
+    def copy(node: Any) -> Any:
+        cls = type_of(node)
+        kind = kinds.get(cls) or _kind(cls)
+        if kind is _LEAF:
+            return node
+        key = id(node)
+        done = memo.get(key)
+        if done is not None:
+            return done
+        copied: list[object] = []
+        if type(kind) is _Dataclass:
+            new: object = new_object(cls)
+            memo[key] = new
+            created.append(new)
+            children, statics = kind.read(node)
+            for child in children:
+                copied.append(child if kinds.get(type_of(child)) is _LEAF else copy(child))
+            kind.fill(new, statics, tuple(copied))
+            return new
+        if kind is _LIST:
+            memo[key] = copied
+            for child in node:
+                copied.append(child if kinds.get(type_of(child)) is _LEAF else copy(child))
+            return copied
+        if kind is _DICT:
+            new_dict: dict[object, object] = {}
+            memo[key] = new_dict
+            for name, child in node.items():
+                new_dict[name] = copy(child)
+            return new_dict
+        if kind is _TUPLE:
+            children = node
+        else:  # Any other registered node: one level of JAX's own flatten, then unflatten.
+            children = _flatten_one_level(node)[0]
+            keep_alive.append(children)
+        for child in children:
+            copied.append(copy(child))
+        if kind is _TUPLE:
+            result: object = tuple(copied)
+        else:
+            result = _tree_structure(node, lambda child: child is not node).unflatten(copied)
+        # A cycle through this node may have copied it already (as in `copy.deepcopy`).
+        return memo.setdefault(key, result)
+
+    copied_tree: T = copy(tree)
+    # Built in C from the list: cheaper than a Python-level insertion per object.
+    allowed = dict(zip(map(id, created), zip(created, repeat(assign)), strict=True))
+    return copied_tree, allowed

@@ -1,0 +1,205 @@
+"""Checks that an assignment inside `copy_and_mutate(validate=True)` keeps a field's shape.
+
+"Shape" here means the field value's tree structure (treedef, static values of nested
+dataclasses included), each leaf's shape and each leaf's dtype. Dtypes are compared the way
+JAX canonicalises them: 64-bit and 32-bit widths count as equal, and a weakly typed value (a
+Python scalar) fits a leaf when JAX's type promotion of the two keeps the leaf's dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Protocol, cast
+
+import numpy as np
+from jax import dtypes, tree_util
+
+# JAX canonicalises these to their 32-bit counterparts unless `jax_enable_x64` is set; code
+# runs either way, so the two widths count as the same dtype.
+_NARROW = {
+    np.dtype(wide): np.dtype(narrow)
+    for wide, narrow in (
+        ("float64", "float32"),
+        ("int64", "int32"),
+        ("uint64", "uint32"),
+        ("complex128", "complex64"),
+    )
+}
+# The dtype JAX gives a Python scalar, and whether it is weakly typed (bool is not).
+_PYTHON_SCALARS: dict[type, tuple[np.dtype[Any], bool]] = {
+    bool: (np.dtype("bool"), False),
+    int: (np.dtype("int32"), True),
+    float: (np.dtype("float32"), True),
+    complex: (np.dtype("complex64"), True),
+}
+_FIX = (
+    "With validate=True an assignment must keep the field's tree structure and each leaf's "
+    "shape and dtype (64- and 32-bit widths count as equal; a Python scalar fits a 0-d array "
+    "whose dtype it does not change). Assign a value of the old {what}, or use "
+    "jdc.copy_and_mutate(obj, validate=False) to change it on purpose."
+)
+
+
+class _Structure(Hashable, Protocol):
+    """A treedef (jaxlib ships no type information for `PyTreeDef`)."""
+
+    @property
+    def num_nodes(self) -> int: ...
+
+
+_KeyPath = tuple[Any, ...]
+# jaxlib has no stubs: give the functions we use their types.
+_IsLeaf = Callable[[object], bool] | None
+_tree_flatten = cast(
+    "Callable[[object], tuple[list[Any], _Structure]]",
+    tree_util.tree_flatten,  # pyright: ignore[reportUnknownMemberType]
+)
+_tree_structure = cast(
+    "Callable[[object, _IsLeaf], _Structure]",
+    tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
+)
+_flatten_with_path = cast(
+    "Callable[[object, _IsLeaf], tuple[list[tuple[_KeyPath, Any]], _Structure]]",
+    tree_util.tree_flatten_with_path,  # pyright: ignore[reportUnknownMemberType]
+)
+_keystr = cast(
+    "Callable[[_KeyPath], str]",
+    tree_util.keystr,  # pyright: ignore[reportUnknownMemberType]
+)
+
+
+class MutationValidationError(AssertionError):
+    """An assignment inside `copy_and_mutate(obj, validate=True)` would change a field's tree
+    structure, or a leaf's shape or dtype.
+
+    An `AssertionError`, because jax_dataclasses 1.6 raised that and existing code catches it.
+    """
+
+
+def check_assignment(cls: type, field: str, old: object, new: object) -> None:
+    """Raise `MutationValidationError` unless `new` may replace child field `field`'s `old`."""
+    if new is old:
+        return
+    old_leaves, old_structure = _tree_flatten(old)
+    new_leaves, new_structure = _tree_flatten(new)
+    if old_structure != new_structure:
+        _raise_structure_error(cls, field, old, new)
+    for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
+        if old_leaf is new_leaf:
+            continue
+        old_type, new_type = _leaf_type(old_leaf), _leaf_type(new_leaf)
+        if old_type is None and new_type is None:
+            continue  # Neither is array-like: there is no shape or dtype to keep.
+        if old_type is not None and new_type is not None:
+            if old_type[0] != new_type[0]:
+                what = "shape"
+            elif _same_dtype(old_leaf, old_type, new_leaf, new_type):
+                continue
+            else:
+                what = "dtype"
+        else:
+            what = "leaf type"
+        path = _flatten_with_path(old, None)[0][index][0]
+        raise MutationValidationError(
+            _message(cls, field, path, what, _describe(old_leaf), _describe(new_leaf))
+        )
+
+
+_LeafType = tuple[tuple[int, ...], np.dtype[Any], bool]
+"""A leaf's shape, canonical dtype and weak-typedness."""
+
+
+def _leaf_type(leaf: object) -> _LeafType | None:
+    """Shape, canonical dtype and weakness of an array-like leaf (or Python scalar), else None."""
+    scalar = _PYTHON_SCALARS.get(type(leaf))
+    if scalar is not None:
+        return (), scalar[0], scalar[1]
+    shape = getattr(leaf, "shape", None)
+    dtype = getattr(leaf, "dtype", None)
+    if shape is None or dtype is None:
+        return None
+    canonical = np.dtype(dtype)
+    return tuple(shape), _NARROW.get(canonical, canonical), bool(getattr(leaf, "weak_type", False))
+
+
+def _same_dtype(old_leaf: object, old: _LeafType, new_leaf: object, new: _LeafType) -> bool:
+    """Equal canonical dtypes, or a weakly typed side that promotes to the other's dtype.
+
+    A weakly typed new value must fit the old dtype (`1` into float32 is fine, `0.5` into
+    int32 is not); a weakly typed old value accepts a strong value its promotion yields.
+    """
+    if old[1] == new[1]:
+        return True
+    if new[2]:
+        target = old[1]
+    elif old[2]:
+        target = new[1]
+    else:
+        return False
+    try:
+        promoted = np.dtype(dtypes.result_type(old_leaf, new_leaf))
+    except (TypeError, ValueError):  # TypePromotionError (strict promotion) is a ValueError.
+        return False
+    return _NARROW.get(promoted, promoted) == target
+
+
+def _describe(leaf: object) -> str:
+    scalar = type(leaf) in _PYTHON_SCALARS
+    shape = getattr(leaf, "shape", None)
+    dtype = getattr(leaf, "dtype", None)
+    if scalar or shape is None or dtype is None:
+        return f"Python {type(leaf).__name__}" if scalar else type(leaf).__qualname__
+    weak = " (weakly typed)" if getattr(leaf, "weak_type", False) else ""
+    return f"{np.dtype(dtype).name}[{','.join(str(n) for n in shape)}]{weak}"
+
+
+def _raise_structure_error(cls: type, field: str, old: object, new: object) -> None:
+    path, old_part, new_part = _first_difference(old, new, ()) or ((), old, new)
+    raise MutationValidationError(
+        _message(
+            cls,
+            field,
+            path,
+            "tree structure",
+            _short(str(_tree_structure(old_part, None))),
+            _short(str(_tree_structure(new_part, None))),
+        )
+    )
+
+
+def _first_difference(
+    old: object, new: object, path: _KeyPath
+) -> tuple[_KeyPath, object, object] | None:
+    """The key path of the outermost node where `old` and `new` differ, and both nodes there."""
+    node = _one_level(old)
+    if node != _one_level(new):
+        return path, old, new
+    if node.num_nodes == 1:  # A leaf, or a node without children.
+        return None
+    for (key, old_child), (_, new_child) in zip(_children(old), _children(new), strict=True):
+        found = _first_difference(old_child, new_child, path + key)
+        if found is not None:
+            return found
+    return None
+
+
+def _one_level(tree: object) -> _Structure:
+    return _tree_structure(tree, lambda child: child is not tree)
+
+
+def _children(tree: object) -> list[tuple[_KeyPath, Any]]:
+    return _flatten_with_path(tree, lambda child: child is not tree)[0]
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _message(cls: type, field: str, path: Sequence[Any], what: str, old: str, new: str) -> str:
+    name = f"{cls.__qualname__}.{field}"
+    key_path = _keystr(tuple(path))
+    where = f"at key path {key_path} ({name}{key_path})" if key_path else "of the value itself"
+    return (
+        f"copy_and_mutate: assigning to field {field!r} of {cls.__qualname__} ({name}) changes "
+        f"the {what} {where}: old {old}, new {new}. " + _FIX.format(what=what)
+    )
