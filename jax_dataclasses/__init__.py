@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import EnforcedAnnotationsMixin
+from jax_dataclasses._jit import jit
 from jax_dataclasses._serialization import install_flax_hooks as _install_flax_hooks
 from jax_dataclasses._static_values import StaticFieldWarning
 from jax_dataclasses._validate import MutationValidationError
@@ -31,6 +32,7 @@ __all__ = [
     "field",
     "fields",
     "is_dataclass",
+    "jit",
     "pytree_dataclass",
     "replace",
     "static_field",

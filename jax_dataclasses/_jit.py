@@ -1,0 +1,347 @@
+"""`jit`: `jax.jit` whose static arguments come from `Static[...]` annotations (DESIGN.md §5).
+
+The result is `jax.jit`'s own object (wrapped in `staticmethod`/`classmethod` when given one),
+so calls dispatch exactly as fast as a hand-written `jax.jit(..., static_argnames=...)`: all the
+work happens once, when the function is decorated.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from inspect import Parameter
+from types import MethodType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    cast,
+    overload,
+)
+
+import jax
+from jax.stages import Lowered, Traced
+from typing_extensions import ParamSpec, Unpack
+
+from jax_dataclasses._annotations import StaticAnnotationError, is_static_annotation
+
+_P = ParamSpec("_P")
+_Q = ParamSpec("_Q")
+_R = TypeVar("_R")
+_R_co = TypeVar("_R_co", covariant=True)
+_S = TypeVar("_S")
+_T = TypeVar("_T")
+
+_jax_jit = cast("Callable[..., Any]", jax.jit)  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stubs
+_POSITIONAL = (Parameter.POSITIONAL_ONLY, Parameter.POSITIONAL_OR_KEYWORD)
+_NAMED = (Parameter.POSITIONAL_OR_KEYWORD, Parameter.KEYWORD_ONLY)
+_VARIADIC = (Parameter.VAR_POSITIONAL, Parameter.VAR_KEYWORD)
+
+
+class JitOptions(TypedDict, total=False):
+    """The keywords of `jax.jit`; any other keyword the installed JAX accepts is passed on too."""
+
+    in_shardings: Any
+    out_shardings: Any
+    static_argnums: int | Sequence[int] | None
+    static_argnames: str | Iterable[str] | None
+    donate_argnums: int | Sequence[int] | None
+    donate_argnames: str | Iterable[str] | None
+    keep_unused: bool
+    device: Any  # A `jax.Device`; typed `Any` because jaxlib ships no stubs for it.
+    backend: str | None
+    inline: bool
+    compiler_options: dict[str, Any] | None
+
+
+class _Stages(Protocol[_P, _R_co]):
+    """`jax.jit`'s ahead-of-time entry points, checked against the function's parameters."""
+
+    @property
+    def __wrapped__(self) -> Callable[_P, _R_co]: ...
+
+    def lower(self, *args: _P.args, **kwargs: _P.kwargs) -> Lowered: ...
+
+    def trace(self, *args: _P.args, **kwargs: _P.kwargs) -> Traced: ...
+
+    def eval_shape(self, *args: _P.args, **kwargs: _P.kwargs) -> Any: ...
+
+
+class Jitted(_Stages[_P, _R_co], Protocol[_P, _R_co]):
+    """What `jit` returns to type checkers: the function's own signature, plus `jax.jit`'s
+    `lower`, `trace` and `eval_shape`; in a class body it binds like the function would."""
+
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
+
+    @overload
+    def __get__(
+        self, instance: None, owner: type[Any] | None = None, /
+    ) -> JittedOnClass[_P, _R_co]: ...
+
+    @overload
+    def __get__(
+        self, instance: object, owner: type[Any] | None = None, /
+    ) -> JittedOnInstance[_P, _R_co]: ...
+
+
+class JittedOnClass(_Stages[_P, _R_co], Protocol[_P, _R_co]):
+    """A jitted method, staticmethod or classmethod looked up on its class.
+
+    Checkers hand the plain function to a decorator above `@classmethod`/`@staticmethod`, so
+    the kind is not known here: a call matches the full signature (method, staticmethod) or,
+    failing that, the signature after a first `type[...]` parameter (classmethod).
+    """
+
+    @overload
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
+
+    @overload
+    def __call__(
+        self: JittedOnClass[Concatenate[type[_S], _Q], _R], *args: _Q.args, **kwargs: _Q.kwargs
+    ) -> _R: ...
+
+
+class JittedOnInstance(Protocol[_P, _R_co]):
+    """A jitted method, staticmethod or classmethod looked up on an instance: a call matches
+    the signature after the first parameter (method, classmethod) or, failing that, the full
+    signature (staticmethod)."""
+
+    @overload
+    def __call__(
+        self: JittedOnInstance[Concatenate[Any, _Q], _R], *args: _Q.args, **kwargs: _Q.kwargs
+    ) -> _R: ...
+
+    @overload
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
+
+
+class JitDecorator(Protocol):
+    """What `jit(**options)` returns: a decorator with the same typing as `jit(fn)`."""
+
+    @overload
+    def __call__(self, fn: staticmethod[_P, _R], /) -> staticmethod[_P, _R]: ...  # type: ignore[overload-overlap]  # staticmethods are callable; this overload wins
+
+    @overload
+    def __call__(self, fn: classmethod[_T, _P, _R], /) -> classmethod[_T, _P, _R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[_P, _R], /) -> Jitted[_P, _R]: ...
+
+
+@overload
+def jit(fn: staticmethod[_P, _R], /, **options: Unpack[JitOptions]) -> staticmethod[_P, _R]: ...  # type: ignore[overload-overlap]  # staticmethods are callable; this overload wins
+
+
+@overload
+def jit(
+    fn: classmethod[_T, _P, _R], /, **options: Unpack[JitOptions]
+) -> classmethod[_T, _P, _R]: ...
+
+
+@overload
+def jit(fn: Callable[_P, _R], /, **options: Unpack[JitOptions]) -> Jitted[_P, _R]: ...
+
+
+@overload
+def jit(fn: None = None, /, **options: Unpack[JitOptions]) -> JitDecorator: ...
+
+
+def jit(fn: Any = None, /, **options: Any) -> Any:
+    """`jax.jit` with static arguments read from `Static[...]` parameter annotations.
+
+    Use as `@jit` or `@jit(**options)`, where `options` are `jax.jit`'s keywords (passed on;
+    explicit `static_argnums`/`static_argnames` are merged with the annotations). Accepts
+    functions, methods, `staticmethod`s and `classmethod`s (whose `cls` is static).
+    """
+    localns = sys._getframe(1).f_locals  # pyright: ignore[reportPrivateUsage]  # The caller's names.
+    if fn is None:
+        return cast(JitDecorator, functools.partial(_jit, options=options, localns=localns))
+    return _jit(fn, options=options, localns=localns)
+
+
+def _jit(fn: object, *, options: dict[str, Any], localns: Mapping[str, Any]) -> object:
+    if isinstance(fn, staticmethod | classmethod):
+        func = cast("Callable[..., Any]", fn.__func__)  # pyright: ignore[reportUnknownMemberType]
+        if isinstance(fn, staticmethod):
+            return staticmethod(_jit_callable(func, options, localns, static_first=False))
+        return classmethod(_jit_callable(func, options, localns, static_first=True))
+    owner = getattr(fn, "__self__", None)
+    if isinstance(fn, MethodType) and isinstance(owner, type) and _is_classmethod_of(owner, fn):
+        # `getattr(cls, name)` of a classmethod: stay a classmethod so `setattr` restores one.
+        jitted = _jit_callable(fn.__func__, options, localns, static_first=True)
+        return _JitClassMethod(jitted, owner)
+    if not callable(fn):
+        raise TypeError(
+            f"jit expects a function, method, staticmethod or classmethod, got {fn!r}. "
+            "Write @jdc.jit (or @jdc.jit(...)) directly above a def."
+        )
+    return _jit_callable(fn, options, localns, static_first=False)
+
+
+def _jit_callable(
+    fn: Callable[..., Any],
+    options: Mapping[str, Any],
+    localns: Mapping[str, Any],
+    *,
+    static_first: bool,
+) -> Any:
+    """`jax.jit(fn, ...)` with annotated statics merged into `static_argnums`/`static_argnames`.
+
+    `static_first` makes the first positional argument static (a classmethod's `cls`).
+    """
+    try:
+        signature = inspect.signature(fn)  # What jax.jit itself reads; follows `__wrapped__`.
+    except (TypeError, ValueError):
+        signature = None
+    params: Mapping[str, Parameter] = signature.parameters if signature else {}
+    where = getattr(fn, "__qualname__", repr(fn))
+    opts = dict(options)
+    static = _selected(
+        params, where, "static", opts.pop("static_argnums", None), opts.pop("static_argnames", None)
+    )
+    donated = _selected(
+        params, where, "donate", opts.get("donate_argnums"), opts.get("donate_argnames")
+    )
+    static |= _annotated_statics(fn, params, where, localns)
+    if static_first:
+        static |= _selected(params, where, "static", 0, None)
+    both = [repr(name) for name in params if name in static & donated]
+    both += [repr(key) for key in sorted(static & donated, key=str) if key not in params]
+    if both:
+        raise ValueError(
+            f"jit of {where}: argument {', '.join(both)} is both static (a Static[...] "
+            "annotation, static_argnums or static_argnames) and donated (donate_argnums or "
+            "donate_argnames). A static argument has no buffer to donate: remove it from the "
+            "donation, or make it dynamic."
+        )
+    kinds = {name: p.kind for name, p in params.items()}
+    positional = [name for name, kind in kinds.items() if kind in _POSITIONAL]
+    argnums = [i for i, name in enumerate(positional) if name in static]
+    argnums += sorted(key for key in static if isinstance(key, int))
+    argnames = [name for name, kind in kinds.items() if kind in _NAMED and name in static]
+    # Names jax.jit must judge itself: `**kwargs` entries, or a misplaced `*args` name.
+    argnames += sorted(
+        key for key in static if isinstance(key, str) and kinds.get(key) in (None, *_VARIADIC)
+    )
+    return _jax_jit(fn, static_argnums=tuple(argnums), static_argnames=tuple(argnames), **opts)
+
+
+def _selected(
+    params: Mapping[str, Parameter],
+    where: str,
+    option: str,
+    argnums: object,
+    argnames: object,
+) -> set[str | int]:
+    """The parameters that `<option>_argnums`/`<option>_argnames` select, by name; positions
+    past the named parameters (into `*args`) stay numbers, unknown names (`**kwargs`) names."""
+    positional = [name for name, p in params.items() if p.kind in _POSITIONAL]
+    selected: set[str | int] = set()
+    for index in _items(argnums, int, f"{option}_argnums", where):
+        selected.add(positional[index] if 0 <= index < len(positional) else index)
+    selected.update(_items(argnames, str, f"{option}_argnames", where))
+    return selected
+
+
+def _items(value: object, kind: type[_T], option: str, where: str) -> tuple[_T, ...]:
+    """`value` as a tuple of `kind`: jax.jit takes one item, an iterable of them, or None."""
+    if value is None:
+        return ()
+    items = (value,) if isinstance(value, int | str) else value
+    result = tuple(cast(Iterable[object], items)) if isinstance(items, Iterable) else None
+    if result is None or not all(
+        isinstance(item, kind) and not isinstance(item, bool) for item in result
+    ):
+        raise TypeError(
+            f"jit of {where}: {option} must be one {kind.__name__} or a sequence of them, "
+            f"got {value!r}"
+        )
+    return cast(tuple[_T, ...], result)
+
+
+def _annotated_statics(
+    fn: Callable[..., Any],
+    params: Mapping[str, Parameter],
+    where: str,
+    localns: Mapping[str, Any],
+) -> set[str | int]:
+    globalns = _globals_of(fn)
+    static: set[str | int] = set()
+    for name, param in params.items():
+        if param.annotation is Parameter.empty:
+            continue
+        described = f"parameter {name!r} of {where}"
+        if is_static_annotation(param.annotation, described, globalns, localns):
+            if param.kind in _VARIADIC:
+                star = "*" if param.kind is Parameter.VAR_POSITIONAL else "**"
+                raise StaticAnnotationError(
+                    f"Static cannot mark {star}{name} ({described}): jax.jit makes arguments "
+                    "static one position or name at a time. Give the static value its own "
+                    "parameter, or pass static_argnums/static_argnames to jit explicitly."
+                )
+            static.add(name)
+    return static
+
+
+def _globals_of(fn: object) -> Mapping[str, Any]:
+    """The module globals that `fn`'s annotations refer to: those of the innermost function
+    behind `functools.wraps`, bound methods and `functools.partial`."""
+    seen: set[int] = set()
+    inner: object = fn
+    while inner is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        fn, inner = inner, _inner(inner)
+    globalns: Mapping[str, Any] = getattr(fn, "__globals__", {})
+    return globalns
+
+
+def _inner(fn: object) -> object:
+    """The callable behind a `functools.wraps` wrapper, bound method or partial, else None."""
+    if isinstance(fn, functools.partial):
+        return cast("functools.partial[object]", fn).func
+    return getattr(fn, "__wrapped__", None) or getattr(fn, "__func__", None)
+
+
+def _is_classmethod_of(owner: type, method: MethodType) -> bool:
+    """Whether `method` is a classmethod of `owner` (its own or inherited), bound to `owner`."""
+    return any(
+        getattr(attr, "__func__", None) is method.__func__ and isinstance(attr, classmethod)
+        for klass in owner.__mro__
+        for attr in vars(klass).values()
+    )
+
+
+if TYPE_CHECKING:
+    _ClassMethod = classmethod[Any, ..., Any]
+else:
+    _ClassMethod = classmethod  # Not subscriptable at runtime.
+
+
+class _JitClassMethod(_ClassMethod):
+    """`jit(Model.create)` of a classmethod: a classmethod again, so that storing it on a class
+    keeps subclasses binding `cls` to themselves, and also callable (with `lower`, `trace`,
+    `eval_shape`) like the bound method it was made from."""
+
+    def __init__(self, jitted: Any, owner: type) -> None:
+        super().__init__(jitted)
+        self._jitted = jitted
+        self._owner = owner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._jitted(self._owner, *args, **kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        lowered: Lowered = self._jitted.lower(self._owner, *args, **kwargs)
+        return lowered
+
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
+        traced: Traced = self._jitted.trace(self._owner, *args, **kwargs)
+        return traced
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        return self._jitted.eval_shape(self._owner, *args, **kwargs)
