@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import typing
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import typing_extensions
 
@@ -44,7 +44,8 @@ def _is_static_object(obj: object) -> bool:
     """True for `Static` itself, `Static[X]`, `jdc.Static` aliases and `Annotated[X, marker]`."""
     metadata = getattr(obj, "__metadata__", None)
     return isinstance(metadata, tuple) and any(
-        m is STATIC_MARKER or m == LEGACY_STATIC_MARKER for m in metadata
+        m is STATIC_MARKER or m == LEGACY_STATIC_MARKER
+        for m in cast("tuple[object, ...]", metadata)
     )
 
 

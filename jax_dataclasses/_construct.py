@@ -119,7 +119,8 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
             children = "".join(f"{name}, " for name in layout.children)
             statics = "".join(f"{name}, " for name in layout.statics)
             entries += f"{FLAT_ATTR!r}: (({children}), ({statics})), "
-        if cls.__new__ is object.__new__:  # Nothing can be in the fresh `__dict__` yet.
+        # Nothing can be in the fresh `__dict__` yet. (mypy thinks the two types cannot be equal.)
+        if cls.__new__ is object.__new__:  # type: ignore[comparison-overlap]
             namespace["__set_dict"] = dict_setter(cls)
             body.append(f"    __set_dict(__jdc_self__, {{{entries}}})")
         else:

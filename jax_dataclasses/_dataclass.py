@@ -9,7 +9,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from jax import Array
@@ -73,7 +73,7 @@ def pytree_dataclass(
             "because JAX may share and cache them. Edit a copy with jdc.copy_and_mutate(obj) "
             "or jdc.replace(obj, ...)."
         )
-    localns = sys._getframe(1).f_locals  # The decorating scope's names.
+    localns = sys._getframe(1).f_locals  # pyright: ignore[reportPrivateUsage]  # The decorating scope's names.
 
     def wrap(target: type) -> type:
         return _decorate(target, options, localns)
@@ -105,17 +105,18 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
     kwargs["unsafe_hash"] = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
     _decorating.active = True
     try:
-        cls = dataclasses.dataclass(cls, **kwargs)  # type: ignore[call-overload]  # kwargs mirror the signature
+        # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
+        cls = cast(type, dataclasses.dataclass(cls, **kwargs))
     finally:
         _decorating.active = False
     _unwrap_array_defaults(cls, array_defaults)
     layout = _layout(cls, localns)
     if options["init"] and user_init is None:
-        cls.__init__ = make_init(cls, layout)  # type: ignore[misc]
+        cls.__init__ = make_init(cls, layout)  # type: ignore[misc]  # Installing our method on the class.
     elif user_init is not None:
-        cls.__init__ = _finishing_init(user_init)  # type: ignore[misc]
-    cls.__setattr__ = frozen_setattr  # type: ignore[method-assign,assignment]
-    cls.__delattr__ = frozen_delattr  # type: ignore[method-assign,assignment]
+        cls.__init__ = _finishing_init(user_init)  # type: ignore[misc]  # Installing our method on the class.
+    cls.__setattr__ = frozen_setattr  # type: ignore[method-assign,assignment]  # Installing our method on the class.
+    cls.__delattr__ = frozen_delattr  # type: ignore[method-assign,assignment]  # Installing our method on the class.
     if layout.cached:
         setattr(cls, FLAT_ATTR, _FlatFallback(layout))
     _add_pickle_support(cls, layout)
@@ -169,7 +170,7 @@ def _has_descriptor_field(cls: type, names: list[str]) -> bool:
     """A field stored behind a data descriptor cannot live in the instance `__dict__`."""
     for name in names:
         for klass in cls.__mro__:
-            attribute = klass.__dict__.get(name)
+            attribute: object = klass.__dict__.get(name)
             if attribute is not None and hasattr(type(attribute), "__set__"):
                 return True
     return False
@@ -199,7 +200,11 @@ def _wrap_array_defaults(cls: type) -> dict[str, object]:
     wrapped: dict[str, object] = {}
     for name in inspect.get_annotations(cls):
         value = cls.__dict__.get(name)
-        default = value.default if isinstance(value, dataclasses.Field) else value
+        default = (
+            cast("dataclasses.Field[object]", value).default
+            if isinstance(value, dataclasses.Field)
+            else value
+        )
         if isinstance(default, np.ndarray):
             raise ValueError(
                 f"field {name!r} of {cls.__qualname__} has a NumPy array as its default, which "
@@ -217,7 +222,7 @@ def _wrap_array_defaults(cls: type) -> dict[str, object]:
 
 def _unwrap_array_defaults(cls: type, wrapped: dict[str, object]) -> None:
     for name, array in wrapped.items():
-        cls.__dataclass_fields__[name].default = array  # type: ignore[attr-defined]
+        cls.__dataclass_fields__[name].default = array  # type: ignore[attr-defined]  # cls is a dataclass now.
         if isinstance(cls.__dict__.get(name), _SharedArrayDefault):
             setattr(cls, name, array)
 
@@ -282,13 +287,13 @@ def _add_pickle_support(cls: type, layout: Layout) -> None:
             for name, value in state.items():
                 object.__setattr__(self, name, value)
 
-    cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
-    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    cls.__getstate__ = __getstate__  # type: ignore[method-assign,assignment]  # Installing our method on the class.
+    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]  # Installing our method on the class.
 
 
 def _declared_fields(cls: type) -> list[str]:
     """Annotated names a class body declares itself, other than `ClassVar`s."""
-    names = []
+    names: list[str] = []
     for name, annotation in inspect.get_annotations(cls).items():
         if isinstance(annotation, str):
             if _CLASSVAR_SOURCE.match(annotation):
@@ -303,14 +308,14 @@ def _install_subclass_hook(cls: type) -> None:
     """Keep undecorated subclasses pytrees: adopt them, or refuse new undecorated fields."""
     own = cls.__dict__.get("__init_subclass__")
 
-    def __init_subclass__(sub: type, **kwargs: Any) -> None:
+    def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
         if own is not None:
             own.__func__(sub, **kwargs)
         else:
-            super(cls, sub).__init_subclass__(**kwargs)
+            super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
         _adopt(sub)
 
-    cls.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
+    cls.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]  # Installing our method on the class.
 
 
 def _adopt(sub: type) -> None:
@@ -328,15 +333,15 @@ def _adopt(sub: type) -> None:
         def __init__(self: object, *args: object, **kwargs: object) -> None:
             raise TypeError(message)
 
-        sub.__init__ = __init__  # type: ignore[misc]
+        sub.__init__ = __init__  # type: ignore[misc]  # Installing our method on the class.
         return
-    parent = next(base for base in sub.__mro__[1:] if layout_of(base) is not None)
-    register(dataclasses.replace(layout_of(parent), cls=sub))  # type: ignore[type-var]
+    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    register(dataclasses.replace(parent, cls=sub))
 
 
 def _restore_init(cls: type) -> None:
     user_init = _pending_inits.pop(cls)
     if user_init is None:
-        del cls.__init__  # type: ignore[misc]
+        del cls.__init__  # type: ignore[misc]  # Back to the inherited __init__.
     else:
-        cls.__init__ = user_init  # type: ignore[misc]
+        cls.__init__ = user_init  # type: ignore[misc]  # Restoring the class's own __init__.

@@ -8,7 +8,7 @@ asyncio task, so a copy being mutated in one context stays frozen in every other
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -43,7 +43,7 @@ def frozen_delattr(self: object, name: str) -> None:
 
 
 @contextmanager
-def mutable(objects: Mapping[int, tuple[object, Assign]]) -> Iterator[None]:
+def mutable(objects: Mapping[int, tuple[object, Assign]]) -> Generator[None, None, None]:
     """Within the block, and only in the current context, allow assignment to `objects`.
 
     `objects` maps `id(obj)` to `(obj, assign)`; holding `obj` keeps its id from being reused.

@@ -149,7 +149,7 @@ def on_register(hook: Callable[[Layout], None]) -> None:
 def register(layout: Layout) -> None:
     """Record `layout` and register its class as a keyed pytree node."""
     functions = _make_functions(layout)
-    tree_util.register_pytree_with_keys(
+    tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
         layout.cls,
         functions["flatten_with_keys"],
         functions["unflatten"],

@@ -63,8 +63,9 @@ def _problem(value: object) -> str | None:
     if isinstance(value, Array | np.ndarray):
         return "array"
     if isinstance(value, _CONTAINERS):
-        for item in value:  # type: ignore[attr-defined]  # tuple | frozenset is iterable
-            found = _problem(item)
+        # pyright sees items of unknown type; any item is fine (no cast: this runs per instance).
+        for item in value:  # pyright: ignore[reportUnknownVariableType]
+            found = _problem(item)  # pyright: ignore[reportUnknownArgumentType]
             if found is not None:
                 return found
         return None
