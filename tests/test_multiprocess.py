@@ -58,10 +58,15 @@ def reference(
 
 
 def run_workers(tmp_path: Path, data_path: Path) -> list[tuple[int, str]]:
-    """Start the processes, wait for all of them (with a deadline), return (exit code, output)."""
+    """Start the processes and return (exit code, output) of each.
+
+    Waits until all have exited, one has failed (the others could only wait for it), or the
+    deadline has passed; whatever still runs then is killed.
+    """
     port = free_loopback_port()
     processes: list[subprocess.Popen[bytes]] = []
     logs = [tmp_path / f"worker{i}.log" for i in range(NUM_PROCESSES)]
+    killed: set[int] = set()
     try:
         for i, log in enumerate(logs):
             with log.open("wb") as out:
@@ -73,19 +78,23 @@ def run_workers(tmp_path: Path, data_path: Path) -> list[tuple[int, str]]:
                     )
                 )
         deadline = time.monotonic() + DEADLINE_SECONDS
-        for process in processes:
-            try:
-                process.wait(timeout=max(deadline - time.monotonic(), 0))
-            except subprocess.TimeoutExpired:
+        while time.monotonic() < deadline:
+            codes = [process.poll() for process in processes]
+            if None not in codes or any(code not in (None, 0) for code in codes):
                 break
+            time.sleep(0.1)
     finally:
-        for process in processes:
+        for i, process in enumerate(processes):
             if process.poll() is None:
                 process.kill()
+                killed.add(i)
             process.wait()
     return [
-        (process.returncode, log.read_text(errors="replace"))
-        for process, log in zip(processes, logs, strict=True)
+        (
+            process.returncode,
+            ("[killed by the test]\n" if i in killed else "") + log.read_text(errors="replace"),
+        )
+        for i, (process, log) in enumerate(zip(processes, logs, strict=True))
     ]
 
 
