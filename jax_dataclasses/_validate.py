@@ -2,8 +2,9 @@
 
 "Shape" here means the field value's tree structure (treedef, static values of nested
 dataclasses included), each leaf's shape and each leaf's dtype. Dtypes are compared the way
-JAX canonicalises them: 64-bit and 32-bit widths count as equal, and a weakly typed value (a
-Python scalar) fits a leaf when JAX's type promotion of the two keeps the leaf's dtype.
+JAX canonicalises them: 64-bit and 32-bit widths count as equal, and a weakly typed scalar (a
+Python scalar, or what one becomes under `jit`) fits a leaf when JAX's type promotion of the
+two keeps the leaf's dtype.
 """
 
 from __future__ import annotations
@@ -106,11 +107,16 @@ def check_assignment(cls: type, field: str, old: object, new: object) -> None:
 
 
 _LeafType = tuple[tuple[int, ...], np.dtype[Any], bool]
-"""A leaf's shape, canonical dtype and weak-typedness."""
+"""A leaf's shape, canonical dtype, and whether it is a weakly typed scalar."""
 
 
 def _leaf_type(leaf: object) -> _LeafType | None:
-    """Shape, canonical dtype and weakness of an array-like leaf (or Python scalar), else None."""
+    """Shape, canonical dtype and scalar weakness of an array-like leaf, else None.
+
+    Weakness counts only for 0-d values: a Python scalar, or the weakly typed 0-d tracer `jit`
+    makes of one, so that validation agrees inside and outside `jit`. A weakly typed array with
+    a shape (`jnp.full((3,), 1.0)`) is held to its dtype.
+    """
     scalar = _PYTHON_SCALARS.get(type(leaf))
     if scalar is not None:
         return (), scalar[0], scalar[1]
@@ -119,7 +125,9 @@ def _leaf_type(leaf: object) -> _LeafType | None:
     if shape is None or dtype is None:
         return None
     canonical = np.dtype(dtype)
-    return tuple(shape), _NARROW.get(canonical, canonical), bool(getattr(leaf, "weak_type", False))
+    shape = tuple(shape)
+    weak = not shape and bool(getattr(leaf, "weak_type", False))
+    return shape, _NARROW.get(canonical, canonical), weak
 
 
 def _same_dtype(old_leaf: object, old: _LeafType, new_leaf: object, new: _LeafType) -> bool:
@@ -198,8 +206,8 @@ def _short(text: str, limit: int = 300) -> str:
 def _message(cls: type, field: str, path: Sequence[Any], what: str, old: str, new: str) -> str:
     name = f"{cls.__qualname__}.{field}"
     key_path = _keystr(tuple(path))
-    where = f"at key path {key_path} ({name}{key_path})" if key_path else "of the value itself"
+    where = f"key path {key_path} ({name}{key_path})" if key_path else "the field's value itself"
     return (
         f"copy_and_mutate: assigning to field {field!r} of {cls.__qualname__} ({name}) changes "
-        f"the {what} {where}: old {old}, new {new}. " + _FIX.format(what=what)
+        f"the {what} at {where}: old {old}, new {new}. " + _FIX.format(what=what)
     )

@@ -1,0 +1,888 @@
+"""`copy_and_mutate`: structural copy, temporary per-context mutability, validation."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import re
+import threading
+import warnings
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jax_dataclasses as jdc
+from jax_dataclasses import MutationValidationError, copy_and_mutate
+
+FrozenInstanceError = dataclasses.FrozenInstanceError
+
+
+@jdc.pytree_dataclass
+class Foo:
+    array: Any
+
+
+@jdc.pytree_dataclass
+class Bar:
+    children: list[Foo]
+    array: Any
+    array_unchanged: Any
+    name: jdc.Static[str] = "bar"
+
+
+@jdc.pytree_dataclass
+class Linear:
+    w: Any
+    b: Any
+
+
+@jdc.pytree_dataclass
+class Block:
+    attn: Linear
+    mlp: Linear
+    params: dict[str, Any]
+    width: jdc.Static[int] = 4
+
+
+@jdc.pytree_dataclass
+class Model:
+    blocks: list[Block]
+    head: tuple[Linear, ...]
+    name: jdc.Static[str] = "model"
+
+
+@jdc.pytree_dataclass(slots=True)
+class Slotted:
+    value: Any
+    tag: jdc.Static[str] = "slotted"
+
+
+@jdc.pytree_dataclass
+class Node:
+    value: Any
+    next: Any = None
+
+
+class Pair(NamedTuple):
+    first: Any
+    second: Any
+
+
+class Wrapper:
+    """A custom (non-dataclass) pytree node: one child, one piece of aux data."""
+
+    def __init__(self, child: Any, label: str) -> None:
+        self.child = child
+        self.label = label
+
+
+jax.tree_util.register_pytree_node(
+    Wrapper,
+    lambda w: ((w.child,), w.label),
+    lambda label, children: Wrapper(children[0], label),
+)
+
+
+class Fresh:
+    """A custom node whose flatten makes a new container on every call."""
+
+    def __init__(self, x: Any) -> None:
+        self.x = x
+
+
+jax.tree_util.register_pytree_node(
+    Fresh, lambda f: ([[f.x]], None), lambda _, children: Fresh(children[0][0])
+)
+
+
+def linear(n: int = 3, fill: float = 1.0) -> Linear:
+    return Linear(w=jnp.full((n, n), fill, jnp.float32), b=jnp.full((n,), fill, jnp.float32))
+
+
+def model(n_blocks: int = 3) -> Model:
+    blocks = [
+        Block(attn=linear(), mlp=linear(), params={"scale": jnp.ones(()), "bias": [jnp.zeros(2)]})
+        for _ in range(n_blocks)
+    ]
+    return Model(blocks=blocks, head=(linear(2), linear(2)))
+
+
+def bar() -> Bar:
+    return Bar(children=[Foo(array=np.zeros(3))], array=np.ones(3), array_unchanged=np.ones(3))
+
+
+def nodes(tree: Any) -> list[Any]:
+    """Every pytree node (not leaf) of `tree`, outermost first."""
+    found: list[Any] = []
+
+    def visit(x: Any) -> bool:
+        if not jax.tree_util.all_leaves([x]):
+            found.append(x)
+        return False
+
+    jax.tree_util.tree_flatten(tree, is_leaf=visit)
+    return found
+
+
+def assert_same_leaves(a: Any, b: Any) -> None:
+    """Same structure, and every leaf is the very same object."""
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+        assert x is y
+
+
+# ------------------------------------------------------------------------------ the copy
+
+
+def test_copy_has_new_nodes_and_the_same_leaves() -> None:
+    original = model()
+    with copy_and_mutate(original) as copy:
+        assert_same_leaves(copy, original)
+        originals = {id(node) for node in nodes(original) if node is not None and node != ()}
+        for node in nodes(copy):
+            if node is not None and node != ():
+                assert id(node) not in originals, f"{type(node).__name__} was not copied"
+        assert copy.blocks is not original.blocks
+        assert copy.blocks[0].params is not original.blocks[0].params
+        assert copy.blocks[0].params["bias"] is not original.blocks[0].params["bias"]
+        assert copy.head is not original.head
+        assert copy.name is original.name  # Static values are carried over as they are.
+    assert_same_leaves(copy, original)
+
+
+def test_dict_keeps_its_key_order() -> None:
+    tree = {"b": Foo(1.0), "a": Foo(2.0)}
+    with copy_and_mutate(tree) as copy:
+        copy["b"].array = 3.0
+    assert list(copy) == ["b", "a"]
+    assert copy["b"].array == 3.0
+    assert tree["b"].array == 1.0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: [Foo(1.0), Foo(2.0)],
+        lambda: (Foo(1.0), [Foo(2.0)]),
+        lambda: {"x": Foo(1.0), "y": {"z": Foo(2.0)}},
+        lambda: Pair(Foo(1.0), Foo(2.0)),
+        lambda: collections.OrderedDict(y=Foo(1.0), x=Foo(2.0)),
+        lambda: collections.defaultdict(list, {"k": Foo(1.0)}),
+        lambda: Wrapper(Foo(1.0), "label"),
+    ],
+    ids=["list", "tuple", "dict", "namedtuple", "ordereddict", "defaultdict", "custom-node"],
+)
+def test_any_pytree_is_copied_and_its_dataclasses_made_mutable(make: Any) -> None:
+    original = make()
+    before = jax.tree_util.tree_leaves(original)
+    with copy_and_mutate(original) as copy:
+        assert type(copy) is type(original)
+        assert copy is not original
+        foos = [x for x in nodes(copy) if isinstance(x, Foo)]
+        assert foos
+        for foo in foos:
+            foo.array = 5.0
+    assert jax.tree_util.tree_structure(copy) == jax.tree_util.tree_structure(original)
+    assert jax.tree_util.tree_leaves(copy) == [5.0] * len(foos)
+    assert jax.tree_util.tree_leaves(original) == before
+    for foo in foos:
+        with pytest.raises(FrozenInstanceError):
+            foo.array = 6.0
+
+
+def test_custom_node_aux_data_is_kept() -> None:
+    with copy_and_mutate(Wrapper(Foo(1.0), "label")) as copy:
+        copy.child.array = 2.0
+    assert copy.label == "label"
+    assert copy.child.array == 2.0
+
+
+def test_containers_made_by_a_flatten_are_not_confused() -> None:
+    # Each Fresh flattens to a new list; once one is freed, the next may reuse its id.
+    original = [Fresh(Foo(float(i))) for i in range(20)]
+    with copy_and_mutate(original) as copy:
+        for fresh in copy:
+            fresh.x.array += 100.0
+    assert [fresh.x.array for fresh in copy] == [100.0 + i for i in range(20)]
+    assert [fresh.x.array for fresh in original] == [float(i) for i in range(20)]
+
+
+def test_leaf_and_none_inputs_are_returned_as_they_are() -> None:
+    array = jnp.ones(3)
+    with copy_and_mutate(array) as copy:
+        assert copy is array
+    with copy_and_mutate(None) as nothing:
+        assert nothing is None
+
+
+def test_shared_subtree_stays_shared() -> None:
+    shared = linear()
+    original = Model(blocks=[], head=(shared, shared))
+    with copy_and_mutate(original) as copy:
+        assert copy.head[0] is copy.head[1]
+        assert copy.head[0] is not shared
+        copy.head[0].b = jnp.zeros(3)
+    assert copy.head[1].b is copy.head[0].b
+    assert original.head[0].b is shared.b
+
+
+def test_deeply_shared_subtrees_do_not_blow_up() -> None:
+    # As a tree this is 2**60 leaves; memoized by id it is 60 objects.
+    bottom = Node(jnp.zeros(()))
+    node: Any = bottom
+    for _ in range(60):
+        node = Node((node, node))
+    with copy_and_mutate(node) as copy:
+        left = right = copy
+        for _ in range(60):
+            assert left.value[0] is left.value[1]
+            left, right = left.value[0], right.value[1]
+        assert left is right
+        assert left is not bottom
+        left.value = jnp.ones(())
+    assert bottom.value == 0.0
+
+
+def test_cycles_made_by_mutation_are_copied_as_cycles() -> None:
+    with copy_and_mutate(Node(1.0, Node(2.0)), validate=False) as first:
+        first.next.next = first  # A cycle through dataclasses only.
+        holder: list[Any] = []
+        first.value = (holder,)
+        holder.append(first.value)  # A cycle through a tuple and a list.
+        with copy_and_mutate(first) as second:
+            assert second.next.next is second
+            assert second is not first
+            assert second.value[0][0] is second.value
+            assert second.value[0] is not holder
+            second.next.value = 3.0
+        assert first.next.value == 2.0
+        assert second.next.value == 3.0
+
+
+def test_deep_nesting_is_copied() -> None:
+    node: Any = Node(jnp.zeros(()))
+    for _ in range(300):
+        node = Node(0.0, node)
+    with copy_and_mutate(node) as copy:
+        tail = copy
+        while tail.next is not None:
+            tail = tail.next
+        tail.value = jnp.ones(())
+    assert jax.tree_util.tree_leaves(copy)[-1] == 1.0
+    assert jax.tree_util.tree_leaves(node)[-1] == 0.0
+
+
+# -------------------------------------------------------------------- mutation and freezing
+
+
+def test_mutate_fields_at_any_depth_and_original_is_unchanged() -> None:
+    original = bar()
+    children, array, kept = original.children, original.array, original.array_unchanged
+    child_array = original.children[0].array
+    with pytest.raises(FrozenInstanceError):
+        original.array = np.zeros(3)
+    with copy_and_mutate(original) as copy:
+        copy.array = np.zeros(3)
+        copy.children[0].array = np.ones(3)
+        copy.name = "renamed"
+    np.testing.assert_array_equal(copy.array, np.zeros(3))
+    np.testing.assert_array_equal(copy.children[0].array, np.ones(3))
+    assert copy.array_unchanged is kept
+    assert copy.name == "renamed"
+    # The original: same objects, same values.
+    assert original.children is children
+    assert original.children[0].array is child_array
+    assert original.array is array
+    assert original.name == "bar"
+    np.testing.assert_array_equal(original.array, np.ones(3))
+    np.testing.assert_array_equal(original.children[0].array, np.zeros(3))
+
+
+def test_flatten_and_jit_see_the_new_values() -> None:
+    original = model()
+    with copy_and_mutate(original) as copy:
+        copy.blocks[1].mlp.w = jnp.full((3, 3), 7.0)
+        copy.name = "edited"
+        leaves, treedef = jax.tree_util.tree_flatten(copy)
+    assert any(leaf is copy.blocks[1].mlp.w for leaf in leaves)
+    assert treedef != jax.tree_util.tree_structure(original)  # The static name changed.
+    assert jax.jit(lambda m: m.blocks[1].mlp.w.sum())(copy) == 63.0
+    rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert rebuilt.name == "edited"
+    assert rebuilt.blocks[1].mlp.w is copy.blocks[1].mlp.w
+
+
+def test_everything_is_frozen_again_after_the_block() -> None:
+    with copy_and_mutate(model()) as copy:
+        copy.blocks[0].attn.b = jnp.zeros(3)
+    for obj, name, value in [
+        (copy, "name", "x"),
+        (copy.blocks[0], "width", 1),
+        (copy.blocks[0].attn, "b", jnp.ones(3)),
+        (copy.head[1], "w", jnp.ones((2, 2))),
+    ]:
+        with pytest.raises(FrozenInstanceError, match=type(obj).__qualname__):
+            setattr(obj, name, value)
+
+
+def test_exception_in_the_block_propagates_and_refreezes() -> None:
+    original = bar()
+    with pytest.raises(KeyError, match="boom"), copy_and_mutate(original) as copy:
+        copy.array = np.zeros(3)
+        raise KeyError("boom")
+    with pytest.raises(FrozenInstanceError):
+        copy.array = np.ones(3)
+    with pytest.raises(FrozenInstanceError):
+        copy.children[0].array = np.ones(3)
+    np.testing.assert_array_equal(original.array, np.ones(3))
+
+
+def test_validation_error_in_the_block_propagates_and_refreezes() -> None:
+    with pytest.raises(MutationValidationError), copy_and_mutate(bar()) as copy:
+        copy.array = np.ones(4)
+    with pytest.raises(FrozenInstanceError):
+        copy.array = np.ones(3)
+
+
+def test_original_stays_frozen_inside_the_block() -> None:
+    original = bar()
+    with copy_and_mutate(original):
+        with pytest.raises(FrozenInstanceError):
+            original.array = np.zeros(3)
+        with pytest.raises(FrozenInstanceError):
+            original.children[0].array = np.zeros(3)
+
+
+def test_delete_is_refused() -> None:
+    with copy_and_mutate(bar()) as copy:
+        with pytest.raises(FrozenInstanceError, match=r"'array'.*Bar"):
+            del copy.array
+        assert hasattr(copy, "array")
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_non_field_attribute_is_refused(validate: bool) -> None:
+    refused = pytest.raises(FrozenInstanceError, match=r"'extra' of Bar: it is not a field")
+    with copy_and_mutate(bar(), validate=validate) as copy, refused:
+        copy.extra = 1  # type: ignore[attr-defined]
+    assert not hasattr(copy, "extra")
+
+
+def test_slots_class() -> None:
+    original = [Slotted(jnp.zeros(2))]
+    with copy_and_mutate(original) as copy:
+        copy[0].value = jnp.ones(2)
+        copy[0].tag = "changed"
+    assert copy[0].tag == "changed"
+    np.testing.assert_array_equal(jax.tree_util.tree_leaves(copy)[0], jnp.ones(2))
+    np.testing.assert_array_equal(original[0].value, jnp.zeros(2))
+    assert original[0].tag == "slotted"
+    with pytest.raises(FrozenInstanceError):
+        copy[0].value = jnp.zeros(2)
+
+
+def test_replace_a_whole_sub_dataclass() -> None:
+    original = model()
+    replacement = linear(fill=5.0)
+    with copy_and_mutate(original) as copy:
+        copy.blocks[2].attn = replacement
+        assert copy.blocks[2].attn is replacement
+        # Only objects of the copy are mutable: the assigned object is someone else's.
+        with pytest.raises(FrozenInstanceError):
+            copy.blocks[2].attn.w = jnp.zeros((3, 3))
+    assert copy.blocks[2].attn is replacement
+    assert original.blocks[2].attn is not replacement
+
+
+def test_mutate_a_list_of_sub_modules() -> None:
+    original = model(2)
+    with copy_and_mutate(original, validate=False) as copy:
+        copy.blocks.append(copy.blocks[0])
+        copy.blocks = copy.blocks[::-1]
+    assert len(copy.blocks) == 3
+    assert len(original.blocks) == 2
+
+
+def test_static_field_holding_a_non_frozen_plain_dataclass() -> None:
+    @dataclasses.dataclass
+    class Config:  # Not frozen: unhashable, which static fields warn about.
+        a: int
+        b: int
+
+    @jdc.pytree_dataclass
+    class WithConfig:
+        arrays: dict[str, Any]
+        config: jdc.Static[Config]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jdc.StaticFieldWarning)
+        original = WithConfig(arrays={"a": np.zeros(3)}, config=Config(1, 2))
+        with copy_and_mutate(original) as copy:
+            copy.config = Config(5, 6)
+    assert copy.config == Config(5, 6)
+    assert original.config == Config(1, 2)
+    assert jax.tree_util.tree_structure(copy) != jax.tree_util.tree_structure(original)
+
+
+def test_static_field_checks_only_the_static_rules() -> None:
+    @jdc.pytree_dataclass
+    class Labelled:  # Local: static-value warnings are issued once per class and field.
+        value: Any
+        label: jdc.Static[Any] = "label"
+
+    with copy_and_mutate(Labelled(np.zeros(2))) as copy:
+        copy.label = 3  # Any good static value, whatever the old one was.
+        with pytest.raises(TypeError, match=r"static field 'label' of .*Labelled holds an array"):
+            copy.label = jnp.ones(2)
+        with pytest.warns(jdc.StaticFieldWarning, match=r"static field 'label' of .*Labelled"):
+            copy.label = ["unhashable"]
+    assert copy.label == ["unhashable"]
+
+
+def test_validate_false_accepts_anything() -> None:
+    original = model(1)
+    with copy_and_mutate(original, validate=False) as copy:
+        copy.blocks[0].attn.w = jnp.ones((7,), jnp.int8)
+        copy.blocks[0].params = None  # type: ignore[assignment]
+        copy.head = ()
+        copy.name = jnp.ones(2)  # type: ignore[assignment]  # Not even the static checks.
+    assert copy.blocks[0].attn.w.shape == (7,)
+    assert copy.blocks[0].params is None
+    assert copy.head == ()
+
+
+def test_nested_blocks() -> None:
+    original = model(2)
+    with copy_and_mutate(original) as outer:
+        outer.name = "outer"
+        with copy_and_mutate(outer.blocks[0], validate=False) as inner:
+            inner.width = 9
+            inner.attn.w = jnp.ones(1)  # Not validated: the inner block says so.
+            outer.blocks[1].width = 7  # The outer copy is still mutable.
+            with pytest.raises(MutationValidationError):
+                outer.blocks[1].attn.w = jnp.ones(1)  # Still validated: the outer block.
+        with pytest.raises(FrozenInstanceError):
+            inner.width = 10
+        outer.blocks[0].width = 8
+    assert (inner.width, outer.blocks[0].width, outer.blocks[1].width) == (9, 8, 7)
+    assert outer.blocks[0].attn.w.shape == (3, 3)
+    with pytest.raises(FrozenInstanceError):
+        outer.name = "after"
+
+
+# ----------------------------------------------------------------- threads and async tasks
+
+
+def test_threads_mutate_their_own_copies_concurrently() -> None:
+    originals = [bar(), bar()]
+    copies: list[Any] = [None, None]
+    both_inside = threading.Barrier(2, timeout=30)
+    tried = threading.Barrier(2, timeout=30)
+    errors: list[BaseException] = []
+    refused: list[str] = []
+
+    def work(i: int) -> None:
+        try:
+            with copy_and_mutate(originals[i]) as copy:
+                copies[i] = copy
+                both_inside.wait()  # Both threads are inside their blocks now.
+                copy.array = np.full(3, float(i))
+                other = copies[1 - i]
+                try:
+                    other.array = np.full(3, 9.0)  # The other thread's copy.
+                except FrozenInstanceError as error:
+                    refused.append(str(error))
+                try:
+                    other.children[0].array = np.full(3, 9.0)
+                except FrozenInstanceError as error:
+                    refused.append(str(error))
+                tried.wait()  # Keep both blocks open until both have tried.
+                copy.children[0].array = np.full(3, float(i))
+        except BaseException as error:  # Reported by the main thread.
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(refused) == 4
+    assert all("frozen" in message for message in refused)
+    for i in range(2):
+        np.testing.assert_array_equal(copies[i].array, np.full(3, float(i)))
+        np.testing.assert_array_equal(copies[i].children[0].array, np.full(3, float(i)))
+        np.testing.assert_array_equal(originals[i].array, np.ones(3))
+
+
+def test_object_escaping_to_another_thread_is_frozen_there() -> None:
+    outcome: list[str] = []
+
+    def try_assign(target: Foo) -> None:
+        try:
+            target.array = np.ones(3)
+            outcome.append("assigned")
+        except FrozenInstanceError:
+            outcome.append("frozen")
+
+    with copy_and_mutate(bar()) as copy:
+        thread = threading.Thread(target=try_assign, args=(copy.children[0],))
+        thread.start()
+        thread.join()
+        copy.children[0].array = np.ones(3)  # Still mutable here.
+    assert outcome == ["frozen"]
+
+
+def test_async_tasks_mutate_their_own_copies() -> None:
+    async def main() -> list[str]:
+        copies: dict[str, Any] = {}
+        refused: list[str] = []
+        both_inside = asyncio.Event()
+
+        async def work(name: str, value: float) -> None:
+            with copy_and_mutate(bar()) as copy:
+                copies[name] = copy
+                if len(copies) == 2:
+                    both_inside.set()
+                await both_inside.wait()
+                copy.array = np.full(3, value)
+                other = copies["b" if name == "a" else "a"]
+                try:
+                    other.array = np.full(3, -1.0)
+                except FrozenInstanceError:
+                    refused.append(name)
+                await asyncio.sleep(0)
+                copy.children[0].array = np.full(3, value)
+
+        await asyncio.gather(work("a", 1.0), work("b", 2.0))
+        for name, value in (("a", 1.0), ("b", 2.0)):
+            np.testing.assert_array_equal(copies[name].array, np.full(3, value))
+            np.testing.assert_array_equal(copies[name].children[0].array, np.full(3, value))
+        return refused
+
+    assert sorted(asyncio.run(main())) == ["a", "b"]
+
+
+def test_task_started_inside_a_block_loses_permission_when_the_block_ends() -> None:
+    async def main() -> tuple[str, str]:
+        block_ended = asyncio.Event()
+        copy_box: list[Any] = []
+
+        async def child() -> tuple[str, str]:
+            copy_box[0].array = np.zeros(3)  # The block is open: its context allows it.
+            during = "assigned"
+            await block_ended.wait()
+            try:
+                copy_box[0].array = np.ones(3)
+                after = "assigned"
+            except FrozenInstanceError as error:
+                after = str(error)
+            return during, after
+
+        with copy_and_mutate(bar()) as copy:
+            copy_box.append(copy)
+            task = asyncio.create_task(child())  # Copies the current context.
+            await asyncio.sleep(0)
+        block_ended.set()
+        return await task
+
+    during, after = asyncio.run(main())
+    assert during == "assigned"
+    assert "block that made it mutable has ended" in after
+    assert "Bar" in after
+
+
+# -------------------------------------------------------------------------- validation
+
+
+def _message_of(error: pytest.ExceptionInfo[MutationValidationError]) -> str:
+    return str(error.value)
+
+
+def test_validation_error_is_an_assertion_error() -> None:
+    assert issubclass(MutationValidationError, AssertionError)
+    with copy_and_mutate(bar()) as copy, pytest.raises(AssertionError):
+        copy.children[0].array = np.ones(1)
+
+
+def test_shape_error_names_class_field_key_path_and_shapes() -> None:
+    with copy_and_mutate(model()) as copy, pytest.raises(MutationValidationError) as error:
+        copy.blocks[0].params = {"scale": jnp.ones(()), "bias": [jnp.zeros(5)]}
+    message = _message_of(error)
+    assert "field 'params' of Block" in message
+    assert "shape" in message
+    assert "['bias'][0]" in message
+    assert "Block.params['bias'][0]" in message
+    assert "old float32[2]" in message
+    assert "new float32[5]" in message
+    assert "validate=False" in message
+
+
+def test_dtype_error_names_class_field_and_dtypes() -> None:
+    with copy_and_mutate(bar()) as copy, pytest.raises(MutationValidationError) as error:
+        copy.children[0].array = np.ones(3, dtype=np.int32)
+    message = _message_of(error)
+    assert "field 'array' of Foo" in message
+    assert "dtype" in message
+    assert "old float64[3]" in message
+    assert "new int32[3]" in message
+
+
+def test_structure_error_names_the_differing_key_path() -> None:
+    with copy_and_mutate(model()) as copy, pytest.raises(MutationValidationError) as error:
+        copy.blocks[0].params = {
+            "scale": jnp.ones(()),
+            "bias": [jnp.zeros(2), jnp.zeros(2)],
+        }
+    message = _message_of(error)
+    assert "field 'params' of Block" in message
+    assert "tree structure" in message
+    assert "key path ['bias']" in message
+    assert "old PyTreeDef([*])" in message
+    assert "new PyTreeDef([*, *])" in message
+
+
+def test_structure_error_for_a_nested_static_value() -> None:
+    original = Model(blocks=[Block(linear(), linear(), {}, width=4)], head=())
+    with copy_and_mutate(original) as copy, pytest.raises(MutationValidationError) as error:
+        copy.blocks = [Block(linear(), linear(), {}, width=5)]
+    message = _message_of(error)
+    assert "key path [0]" in message
+    assert re.search(r"old PyTreeDef\(CustomNode\(Block\[\(4,\)\]", message)
+    assert re.search(r"new PyTreeDef\(CustomNode\(Block\[\(5,\)\]", message)
+
+
+def test_structure_error_at_the_top_of_the_field() -> None:
+    with copy_and_mutate(bar()) as copy, pytest.raises(MutationValidationError) as error:
+        copy.array = None
+    message = _message_of(error)
+    assert "field 'array' of Bar" in message
+    assert "the field's value itself" in message
+    assert "old PyTreeDef(*)" in message
+    assert "new PyTreeDef(None)" in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (np.zeros(3, np.float32), np.zeros(3, np.float64)),
+        (np.zeros(3, np.float64), jnp.zeros(3, jnp.float32)),
+        (np.zeros(3, np.int64), np.zeros(3, np.int32)),
+        (np.zeros(3, np.uint64), np.zeros(3, np.uint32)),
+        (np.zeros(3, np.complex128), np.zeros(3, np.complex64)),
+        (jnp.zeros((), jnp.float32), 1.5),  # Python float into a 0-d float array.
+        (jnp.zeros((), jnp.float32), 2),  # Python int keeps a float array float.
+        (jnp.zeros((), jnp.int32), 2),
+        (jnp.zeros((), jnp.bool_), True),
+        (1.5, jnp.zeros((), jnp.float32)),
+        (1, jnp.zeros((), jnp.int32)),
+        (1.5, 2.5),
+        (1.5, 2),
+        (np.float64(1.0), 2.0),
+        ("text", "other text"),  # Neither is array-like.
+    ],
+)
+def test_compatible_leaves(old: Any, new: Any) -> None:
+    with copy_and_mutate(Foo(old)) as copy:
+        copy.array = new
+    assert copy.array is new
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "what", "old_text", "new_text"),
+    [
+        (np.zeros(3, np.float32), np.zeros(3, np.float16), "dtype", "float32[3]", "float16[3]"),
+        (np.zeros(3, np.int32), np.zeros(3, np.uint32), "dtype", "int32[3]", "uint32[3]"),
+        (np.zeros(3, np.float32), np.zeros(3, np.int32), "dtype", "float32[3]", "int32[3]"),
+        (jnp.zeros((), jnp.int32), 0.5, "dtype", "int32[]", "Python float"),
+        (2, 0.5, "dtype", "Python int", "Python float"),
+        (1.5, jnp.zeros((), jnp.int32), "dtype", "Python float", "int32[]"),
+        (jnp.zeros(3), 1.0, "shape", "float32[3]", "Python float"),
+        (np.zeros((2, 3)), np.zeros((3, 2)), "shape", "float64[2,3]", "float64[3,2]"),
+        (np.zeros(3), "text", "leaf type", "float64[3]", "str"),
+    ],
+)
+def test_incompatible_leaves(old: Any, new: Any, what: str, old_text: str, new_text: str) -> None:
+    with copy_and_mutate({"leaf": Foo([old])}) as copy:
+        with pytest.raises(MutationValidationError) as error:
+            copy["leaf"].array = [new]
+        assert copy["leaf"].array[0] is old
+    message = _message_of(error)
+    assert f"changes the {what} at key path [0] (Foo.array[0])" in message
+    assert f"old {old_text}," in message
+    assert f"new {new_text}." in message
+
+
+def test_validation_inside_jit() -> None:
+    @jax.jit
+    def surgery(m: Model, w: jax.Array) -> Model:
+        with copy_and_mutate(m) as copy:
+            copy.blocks[1].mlp.w = w * 2
+            copy.blocks[0].params = {"scale": 3.0, "bias": [jnp.ones(2)]}
+        return copy
+
+    original = model()
+    result = surgery(original, jnp.ones((3, 3)))
+    np.testing.assert_array_equal(result.blocks[1].mlp.w, jnp.full((3, 3), 2.0))
+    assert result.blocks[0].params["scale"] == 3.0
+
+    @jax.jit
+    def bad(m: Model) -> Model:
+        with copy_and_mutate(m) as copy:
+            copy.blocks[1].mlp.w = m.blocks[1].mlp.w[0]
+        return copy
+
+    with pytest.raises(MutationValidationError, match=r"field 'w' of Linear.*float32\[3,3\]"):
+        bad(original)
+
+    @jax.jit
+    def bad_dtype(m: Model) -> Model:
+        with copy_and_mutate(m) as copy:
+            copy.blocks[1].mlp.b = m.blocks[1].mlp.b.astype(jnp.int32)
+        return copy
+
+    with pytest.raises(MutationValidationError, match=r"dtype .*old float32\[3\], new int32\[3\]"):
+        bad_dtype(original)
+
+
+def test_python_scalars_are_validated_alike_inside_and_outside_jit() -> None:
+    def surgery(foo: Foo) -> Foo:
+        with copy_and_mutate(foo) as copy:
+            copy.array = jnp.zeros((), jnp.float32)  # 1 promotes to float32: accepted.
+        return copy
+
+    def bad(foo: Foo) -> Foo:
+        with copy_and_mutate(foo) as copy:
+            copy.array = 0.5  # 0.5 does not fit an int: refused.
+        return copy
+
+    for run in (surgery, jax.jit(surgery)):
+        assert run(Foo(1)).array.dtype == jnp.float32
+    for run in (bad, jax.jit(bad)):
+        with pytest.raises(MutationValidationError, match=r"field 'array' of Foo.*dtype"):
+            run(Foo(1))
+
+
+def test_weakly_typed_array_with_a_shape_keeps_its_dtype() -> None:
+    weak = jnp.full((3,), 1.0)  # Weakly typed float32.
+    with copy_and_mutate(Foo(weak)) as copy:
+        copy.array = jnp.zeros(3, jnp.float32)
+        with pytest.raises(MutationValidationError, match=r"old float32\[3\], new float16\[3\]"):
+            copy.array = jnp.zeros(3, jnp.float16)
+        copy.array = weak
+        with pytest.raises(
+            MutationValidationError, match=r"old float32\[3\] \(weakly typed\), new float16"
+        ):
+            copy.array = jnp.zeros(3, jnp.float16)
+
+
+def test_unchanged_identity_assignment_is_accepted() -> None:
+    with copy_and_mutate(bar()) as copy:
+        copy.children = copy.children
+        copy.array = copy.array
+
+
+# -------------------------------------------------------------------------- property
+
+
+@jdc.pytree_dataclass
+class Duo:
+    left: Any
+    right: Any
+    tag: jdc.Static[str] = "duo"
+
+
+@jdc.pytree_dataclass(slots=True)
+class Solo:
+    content: Any
+
+
+arrays = st.builds(
+    lambda shape, dtype: np.zeros(shape, dtype),
+    st.lists(st.integers(1, 3), max_size=2).map(tuple),
+    st.sampled_from([np.float32, np.int32, np.float64]),
+)
+leaves = st.one_of(arrays, st.floats(-5, 5, allow_nan=False), st.none())
+
+
+def _extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.lists(children, max_size=3),
+        st.tuples(children, children),
+        st.dictionaries(st.sampled_from("abc"), children, max_size=3),
+        st.builds(Duo, children, children, st.sampled_from(["p", "q"])),
+        st.builds(Solo, children),
+    )
+
+
+trees = st.recursive(leaves, _extend, max_leaves=10)
+
+
+def _field_paths(tree: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Paths (list index / dict key / field name) to every child field of every dataclass."""
+    found: list[tuple[Any, ...]] = []
+    if isinstance(tree, Duo | Solo):
+        for f in dataclasses.fields(tree):
+            if f.name != "tag":
+                found.append((*path, f.name))
+                found.extend(_field_paths(getattr(tree, f.name), (*path, f.name)))
+    elif isinstance(tree, list | tuple):
+        for i, child in enumerate(tree):
+            found.extend(_field_paths(child, (*path, i)))
+    elif isinstance(tree, dict):
+        for key, child in tree.items():
+            found.extend(_field_paths(child, (*path, key)))
+    return found
+
+
+def _get(tree: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        tree = getattr(tree, step) if isinstance(tree, Duo | Solo) else tree[step]
+    return tree
+
+
+def _rebuild(tree: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """Functional update through `jdc.replace` and container copies."""
+    if not path:
+        return value
+    step, rest = path[0], path[1:]
+    if isinstance(tree, Duo | Solo):
+        return jdc.replace(tree, **{step: _rebuild(getattr(tree, step), rest, value)})
+    if isinstance(tree, dict):
+        return {**tree, step: _rebuild(tree[step], rest, value)}
+    items = list(tree)
+    items[step] = _rebuild(items[step], rest, value)
+    return type(tree)(items)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tree=trees, data=st.data())
+def test_mutating_a_random_field_equals_a_functional_rebuild(
+    tree: Any, data: st.DataObject
+) -> None:
+    paths = _field_paths(tree)
+    if not paths:
+        return
+    path = data.draw(st.sampled_from(paths))
+    old = _get(tree, path)
+    # A valid replacement: the same structure, every leaf replaced by one of its shape/dtype.
+    new = jax.tree_util.tree_map(
+        lambda leaf: np.full_like(leaf, 7) if isinstance(leaf, np.ndarray) else leaf + 1.0, old
+    )
+    expected = _rebuild(tree, path, new)
+    before = jax.tree_util.tree_leaves(tree)
+    with copy_and_mutate(tree) as copy:
+        target = _get(copy, path[:-1])
+        setattr(target, path[-1], new)
+    assert jax.tree_util.tree_structure(copy) == jax.tree_util.tree_structure(expected)
+    for got, want in zip(
+        jax.tree_util.tree_leaves(copy), jax.tree_util.tree_leaves(expected), strict=True
+    ):
+        assert got is want
+    assert all(a is b for a, b in zip(jax.tree_util.tree_leaves(tree), before, strict=True))
