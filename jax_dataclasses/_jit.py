@@ -16,7 +16,6 @@ from types import MethodType
 from typing import (
     TYPE_CHECKING,
     Any,
-    Concatenate,
     Protocol,
     TypedDict,
     TypeVar,
@@ -31,10 +30,7 @@ from typing_extensions import ParamSpec, Unpack
 from jax_dataclasses._annotations import StaticAnnotationError, is_static_annotation
 
 _P = ParamSpec("_P")
-_Q = ParamSpec("_Q")
 _R = TypeVar("_R")
-_R_co = TypeVar("_R_co", covariant=True)
-_S = TypeVar("_S")
 _T = TypeVar("_T")
 
 _jax_jit = cast("Callable[..., Any]", jax.jit)  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stubs
@@ -59,82 +55,27 @@ class JitOptions(TypedDict, total=False):
     compiler_options: dict[str, Any] | None
 
 
-class _Stages(Protocol[_P, _R_co]):
-    """`jax.jit`'s ahead-of-time entry points, checked against the function's parameters."""
+class JitDecorator(Protocol):
+    """What `jit(**options)` returns: a decorator with the same typing as `jit(fn)`.
 
-    @property
-    def __wrapped__(self) -> Callable[_P, _R_co]: ...
-
-    def lower(self, *args: _P.args, **kwargs: _P.kwargs) -> Lowered: ...
-
-    def trace(self, *args: _P.args, **kwargs: _P.kwargs) -> Traced: ...
-
-    def eval_shape(self, *args: _P.args, **kwargs: _P.kwargs) -> Any: ...
-
-
-class Jitted(_Stages[_P, _R_co], Protocol[_P, _R_co]):
-    """What `jit` returns to type checkers: the function's own signature, plus `jax.jit`'s
-    `lower`, `trace` and `eval_shape`; in a class body it binds like the function would."""
-
-    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
-
-    @overload
-    def __get__(
-        self, instance: None, owner: type[Any] | None = None, /
-    ) -> JittedOnClass[_P, _R_co]: ...
-
-    @overload
-    def __get__(
-        self, instance: object, owner: type[Any] | None = None, /
-    ) -> JittedOnInstance[_P, _R_co]: ...
-
-
-class JittedOnClass(_Stages[_P, _R_co], Protocol[_P, _R_co]):
-    """A jitted method, staticmethod or classmethod looked up on its class.
-
-    Checkers hand the plain function to a decorator above `@classmethod`/`@staticmethod`, so
-    the kind is not known here: a call matches the full signature (method, staticmethod) or,
-    failing that, the signature after a first `type[...]` parameter (classmethod).
+    A jitted function is typed as the function itself (`Callable[_P, _R]`): only a function type
+    is bound by both mypy and pyright exactly like the function it replaces, as a method
+    (including `Self` return types), under `@staticmethod` and above `@classmethod`. Its
+    `lower`, `trace` and `eval_shape` exist at run time but are not visible to checkers.
     """
 
     @overload
-    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
-
-    @overload
-    def __call__(
-        self: JittedOnClass[Concatenate[type[_S], _Q], _R], *args: _Q.args, **kwargs: _Q.kwargs
-    ) -> _R: ...
-
-
-class JittedOnInstance(Protocol[_P, _R_co]):
-    """A jitted method, staticmethod or classmethod looked up on an instance: a call matches
-    the signature after the first parameter (method, classmethod) or, failing that, the full
-    signature (staticmethod)."""
-
-    @overload
-    def __call__(
-        self: JittedOnInstance[Concatenate[Any, _Q], _R], *args: _Q.args, **kwargs: _Q.kwargs
-    ) -> _R: ...
-
-    @overload
-    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co: ...
-
-
-class JitDecorator(Protocol):
-    """What `jit(**options)` returns: a decorator with the same typing as `jit(fn)`."""
-
-    @overload
-    def __call__(self, fn: staticmethod[_P, _R], /) -> staticmethod[_P, _R]: ...  # type: ignore[overload-overlap]  # staticmethods are callable; this overload wins
+    def __call__(self, fn: staticmethod[_P, _R], /) -> staticmethod[_P, _R]: ...
 
     @overload
     def __call__(self, fn: classmethod[_T, _P, _R], /) -> classmethod[_T, _P, _R]: ...
 
     @overload
-    def __call__(self, fn: Callable[_P, _R], /) -> Jitted[_P, _R]: ...
+    def __call__(self, fn: Callable[_P, _R], /) -> Callable[_P, _R]: ...
 
 
 @overload
-def jit(fn: staticmethod[_P, _R], /, **options: Unpack[JitOptions]) -> staticmethod[_P, _R]: ...  # type: ignore[overload-overlap]  # staticmethods are callable; this overload wins
+def jit(fn: staticmethod[_P, _R], /, **options: Unpack[JitOptions]) -> staticmethod[_P, _R]: ...
 
 
 @overload
@@ -144,7 +85,7 @@ def jit(
 
 
 @overload
-def jit(fn: Callable[_P, _R], /, **options: Unpack[JitOptions]) -> Jitted[_P, _R]: ...
+def jit(fn: Callable[_P, _R], /, **options: Unpack[JitOptions]) -> Callable[_P, _R]: ...
 
 
 @overload
