@@ -1,0 +1,17 @@
+"""Array constructors shared by the typing cases (a helper module, not a case itself).
+
+pyright in strict mode reports `jnp.zeros`, `jnp.ones`, `jnp.asarray`, ... as partially unknown,
+because jaxlib ships no stub for its compiled `Device` type (a `device=` parameter). That is
+jax's matter, not the subject of these cases, so the one suppression lives here.
+"""
+
+import jax
+import jax.numpy as jnp
+
+
+def zeros(*shape: int) -> jax.Array:
+    return jnp.zeros(shape)  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no Device stub
+
+
+def ones(*shape: int) -> jax.Array:
+    return jnp.ones(shape)  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no Device stub
