@@ -204,10 +204,13 @@ def _short(text: str, limit: int = 300) -> str:
 
 
 def _message(cls: type, field: str, path: Sequence[Any], what: str, old: str, new: str) -> str:
-    name = f"{cls.__qualname__}.{field}"
     key_path = _keystr(tuple(path))
-    where = f"key path {key_path} ({name}{key_path})" if key_path else "the field's value itself"
+    where = (
+        f"at key path {key_path} ({cls.__qualname__}.{field}{key_path})"
+        if key_path
+        else "of the field's value itself"
+    )
     return (
-        f"copy_and_mutate: assigning to field {field!r} of {cls.__qualname__} ({name}) changes "
-        f"the {what} at {where}: old {old}, new {new}. " + _FIX.format(what=what)
+        f"copy_and_mutate: assigning to field {field!r} of {cls.__qualname__} changes the "
+        f"{what} {where}: old {old}, new {new}. " + _FIX.format(what=what)
     )
