@@ -96,8 +96,8 @@ def _cases(model: Model) -> dict[str, dict[str, Callable[[], object]]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=41)
-    parser.add_argument("--number", type=int, default=200, help="calls per timed sample")
+    parser.add_argument("--rounds", type=int, default=101)
+    parser.add_argument("--number", type=int, default=100, help="calls per timed sample")
     parser.add_argument("--nodes", type=int, default=100)
     args = parser.parse_args()
     leaf = np.ones(3, np.float32)
