@@ -20,7 +20,7 @@ from jax import tree_util
 from jax_dataclasses._frozen import Assign, mutable
 from jax_dataclasses._registry import FLAT_ATTR, Layout, filler_of, layout_of, set_field
 from jax_dataclasses._static_values import check_static_value
-from jax_dataclasses._validate import check_assignment
+from jax_dataclasses._validate import check_assignment, is_node
 
 T = TypeVar("T")
 
@@ -87,12 +87,10 @@ class _OneLevel(Protocol):
     def unflatten(self, leaves: Iterable[Any], /) -> Any: ...
 
 
-_registry = tree_util.default_registry  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]  # jaxlib has no stubs
 _flatten_one_level = cast(
     "Callable[[object], tuple[Iterable[Any], Any]]",
-    _registry.flatten_one_level,  # pyright: ignore[reportUnknownMemberType]
+    tree_util.default_registry.flatten_one_level,  # pyright: ignore[reportUnknownMemberType]
 )
-_is_node = cast("Callable[[type], bool]", _registry.is_node)  # pyright: ignore[reportUnknownMemberType]
 _tree_structure = cast(
     "Callable[[object, Callable[[object], bool]], _OneLevel]",
     tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
@@ -108,25 +106,32 @@ class _Dataclass:
         self.layout = layout
         self.fill = filler_of(layout.cls)
         self.read: Callable[[object], tuple[Iterable[Any], Any]]
-        if hasattr(layout.cls, FLAT_ATTR):  # The cached flat form (or its class fallback).
+        if layout.cached:  # The flat form the instance keeps (or its class computes).
             self.read = operator.attrgetter(FLAT_ATTR)
-        else:  # `slots=True`: the registered flatten.
+        else:  # `slots=True` or fields behind descriptors: the registered flatten.
             self.read = _flatten_one_level
 
 
 _type_of: Callable[[object], type[object]] = type  # `type`, typed for pyright.
-_LEAF, _LIST, _TUPLE, _DICT, _OTHER = "leaf", "list", "tuple", "dict", "other"
+_LIST, _TUPLE, _DICT, _OTHER = "list", "tuple", "dict", "other"
 _Kind = str | _Dataclass
-_KINDS: dict[type, _Kind] = {list: _LIST, tuple: _TUPLE, dict: _DICT, type(None): _LEAF}
-"""What each type is to the copy (whether JAX treats a value as a node depends on its type)."""
+_KINDS: dict[type, _Kind] = {list: _LIST, tuple: _TUPLE, dict: _DICT}
+"""How to copy each node type (whether JAX treats a value as a node depends on its type)."""
+_LEAF_TYPES: set[type] = {type(None)}
+"""Types the copy keeps as they are: JAX's leaves, and `None` (a node without children)."""
 
 
-def _kind(cls: type) -> _Kind:
-    kind = _KINDS.get(cls)
-    if kind is None:
-        layout = layout_of(cls)
-        kind = _Dataclass(layout) if layout is not None else _OTHER if _is_node(cls) else _LEAF
-        _KINDS[cls] = kind
+def _kind(cls: type) -> _Kind | None:
+    """Classify a type seen for the first time: its kind, or None (and remember) for a leaf."""
+    layout = layout_of(cls)
+    if layout is not None:
+        kind: _Kind = _Dataclass(layout)
+    elif is_node(cls):
+        kind = _OTHER
+    else:
+        _LEAF_TYPES.add(cls)
+        return None
+    _KINDS[cls] = kind
     return kind
 
 
@@ -138,36 +143,41 @@ def _structural_copy(tree: T, assign: Assign) -> tuple[T, dict[int, tuple[object
     children are copied, which is what lets a cycle through them close. Leaves are recognised
     by their type before any call, because they are most of a model.
     """
-    memo: dict[int, Any] = {}
-    created: list[object] = []  # The new dataclass objects, which become mutable.
+    objects: dict[int, object] = {}  # id of an original dataclass -> its copy.
+    memo: dict[int, Any] = {}  # id of an original container -> its copy.
     keep_alive: list[object] = []  # Children made by a flatten: their ids must stay unique.
     kinds = _KINDS
+    leaf_types = _LEAF_TYPES
     new_object = object.__new__
     type_of = _type_of
 
     def copy(node: Any) -> Any:
         cls = type_of(node)
+        if cls in leaf_types:
+            return node
         kind = kinds.get(cls) or _kind(cls)
-        if kind is _LEAF:
+        if kind is None:
             return node
         key = id(node)
+        copied: list[object] = []
+        if type(kind) is _Dataclass:
+            done = objects.get(key)
+            if done is not None:
+                return done
+            new = new_object(cls)
+            objects[key] = new
+            children, statics = kind.read(node)
+            for child in children:
+                copied.append(child if type_of(child) in leaf_types else copy(child))
+            kind.fill(new, statics, tuple(copied))
+            return new
         done = memo.get(key)
         if done is not None:
             return done
-        copied: list[object] = []
-        if type(kind) is _Dataclass:
-            new: object = new_object(cls)
-            memo[key] = new
-            created.append(new)
-            children, statics = kind.read(node)
-            for child in children:
-                copied.append(child if kinds.get(type_of(child)) is _LEAF else copy(child))
-            kind.fill(new, statics, tuple(copied))
-            return new
         if kind is _LIST:
             memo[key] = copied
             for child in node:
-                copied.append(child if kinds.get(type_of(child)) is _LEAF else copy(child))
+                copied.append(child if type_of(child) in leaf_types else copy(child))
             return copied
         if kind is _DICT:
             new_dict: dict[object, object] = {}
@@ -190,6 +200,7 @@ def _structural_copy(tree: T, assign: Assign) -> tuple[T, dict[int, tuple[object
         return memo.setdefault(key, result)
 
     copied_tree: T = copy(tree)
-    # Built in C from the list: cheaper than a Python-level insertion per object.
+    # Built in C: cheaper than a Python-level insertion per object.
+    created = objects.values()
     allowed = dict(zip(map(id, created), zip(created, repeat(assign)), strict=True))
     return copied_tree, allowed

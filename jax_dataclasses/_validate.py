@@ -63,6 +63,11 @@ _flatten_with_path = cast(
     "Callable[[object, _IsLeaf], tuple[list[tuple[_KeyPath, Any]], _Structure]]",
     tree_util.tree_flatten_with_path,  # pyright: ignore[reportUnknownMemberType]
 )
+is_node = cast(
+    "Callable[[type], bool]",
+    tree_util.default_registry.is_node,  # pyright: ignore[reportUnknownMemberType]
+)
+"""Whether JAX treats values of this type as pytree nodes (rather than leaves)."""
 _keystr = cast(
     "Callable[[_KeyPath], str]",
     tree_util.keystr,  # pyright: ignore[reportUnknownMemberType]
@@ -81,29 +86,31 @@ def check_assignment(cls: type, field: str, old: object, new: object) -> None:
     """Raise `MutationValidationError` unless `new` may replace child field `field`'s `old`."""
     if new is old:
         return
-    old_leaves, old_structure = _tree_flatten(old)
-    new_leaves, new_structure = _tree_flatten(new)
-    if old_structure != new_structure:
-        _raise_structure_error(cls, field, old, new)
+    if is_node(type(old)) or is_node(type(new)):
+        old_leaves, old_structure = _tree_flatten(old)
+        new_leaves, new_structure = _tree_flatten(new)
+        if old_structure != new_structure:
+            _raise_structure_error(cls, field, old, new)
+    else:  # Two leaves (the common case of replacing one array): no treedefs to build.
+        old_leaves, new_leaves = [old], [new]
     for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
-        if old_leaf is new_leaf:
-            continue
-        old_type, new_type = _leaf_type(old_leaf), _leaf_type(new_leaf)
-        if old_type is None and new_type is None:
-            continue  # Neither is array-like: there is no shape or dtype to keep.
-        if old_type is not None and new_type is not None:
-            if old_type[0] != new_type[0]:
-                what = "shape"
-            elif _same_dtype(old_leaf, old_type, new_leaf, new_type):
-                continue
-            else:
-                what = "dtype"
-        else:
-            what = "leaf type"
-        path = _flatten_with_path(old, None)[0][index][0]
-        raise MutationValidationError(
-            _message(cls, field, path, what, _describe(old_leaf), _describe(new_leaf))
-        )
+        what = None if old_leaf is new_leaf else _leaf_difference(old_leaf, new_leaf)
+        if what is not None:
+            path = _flatten_with_path(old, None)[0][index][0]
+            raise MutationValidationError(
+                _message(cls, field, path, what, _describe(old_leaf), _describe(new_leaf))
+            )
+
+
+def _leaf_difference(old_leaf: object, new_leaf: object) -> str | None:
+    """What `new_leaf` would change about `old_leaf`: "shape", "dtype", "leaf type" or None."""
+    old, new = _leaf_type(old_leaf), _leaf_type(new_leaf)
+    if old is None or new is None:
+        # Neither array-like (no shape or dtype to keep), or an array against something else.
+        return None if old is new else "leaf type"
+    if old[0] != new[0]:
+        return "shape"
+    return None if _same_dtype(old_leaf, old, new_leaf, new) else "dtype"
 
 
 _LeafType = tuple[tuple[int, ...], np.dtype[Any], bool]

@@ -387,6 +387,23 @@ def test_slots_class() -> None:
         copy[0].value = jnp.zeros(2)
 
 
+def test_slots_subclass_of_a_dict_class() -> None:
+    @jdc.pytree_dataclass
+    class Base:
+        x: Any
+
+    @jdc.pytree_dataclass(slots=True)
+    class Derived(Base):
+        y: Any
+        tag: jdc.Static[str] = "derived"
+
+    with copy_and_mutate([Derived(1.0, 2.0)]) as copy:
+        copy[0].y = 3.0
+        copy[0].x = 4.0
+    assert (copy[0].x, copy[0].y, copy[0].tag) == (4.0, 3.0, "derived")
+    assert jax.tree_util.tree_leaves(copy) == [4.0, 3.0]
+
+
 def test_replace_a_whole_sub_dataclass() -> None:
     original = model()
     replacement = linear(fill=5.0)
