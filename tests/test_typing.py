@@ -196,6 +196,10 @@ def case_files() -> list[Path]:
     return sorted(p for p in CASES_DIR.glob("*.py") if not p.name.startswith("_"))
 
 
+def helper_files() -> list[Path]:
+    return sorted(CASES_DIR.glob("_*.py"))
+
+
 def _unsupported(path: Path) -> str | None:
     """Why `path` cannot be checked or run on this interpreter, if it cannot."""
     needed = required_version(path.read_text())
@@ -228,7 +232,8 @@ class CheckerRuns:
         self._done: dict[str, list[Diagnostic]] = {}
 
     def files(self) -> list[Path]:
-        return [p for p in case_files() if _unsupported(p) is None] + [self.selftest]
+        supported = [p for p in case_files() if _unsupported(p) is None]
+        return supported + helper_files() + [self.selftest]
 
     def diagnostics(self, checker: str) -> list[Diagnostic]:
         if checker not in self._done:
@@ -282,6 +287,13 @@ def test_checker_agrees_with_markers(checker_runs: CheckerRuns, path: Path, chec
             + "\n".join(f"  {problem}" for problem in problems),
             pytrace=False,
         )
+
+
+@pytest.mark.parametrize("checker", CHECKERS)
+@pytest.mark.parametrize("path", helper_files(), ids=_case_id)
+def test_helper_is_clean(checker_runs: CheckerRuns, path: Path, checker: str) -> None:
+    problems = checker_runs.problems(checker, path)
+    assert not problems, "\n".join(map(str, problems))
 
 
 @pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")  # CPU: no donation.
