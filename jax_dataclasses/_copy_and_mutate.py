@@ -105,11 +105,11 @@ class _Dataclass:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.fill = filler_of(layout.cls)
-        self.read: Callable[[object], tuple[Iterable[Any], Any]]
+        self.read: Callable[[object], tuple[tuple[Any, ...], Any]]
         if layout.cached:  # The flat form the instance keeps (or its class computes).
             self.read = operator.attrgetter(FLAT_ATTR)
-        else:  # `slots=True` or fields behind descriptors: the registered flatten.
-            self.read = _flatten_one_level
+        else:  # `slots=True` or fields behind descriptors: the registered flatten (tuples).
+            self.read = cast("Callable[[object], tuple[tuple[Any, ...], Any]]", _flatten_one_level)
 
 
 _type_of: Callable[[object], type[object]] = type  # `type`, typed for pyright.
@@ -161,12 +161,17 @@ def _structural_copy(tree: T, assign: Assign) -> tuple[T, dict[int, tuple[object
         key = id(node)
         copied: list[object] = []
         if type(kind) is _Dataclass:
-            done = objects.get(key)
-            if done is not None:
-                return done
             new = new_object(cls)
-            objects[key] = new
+            done = objects.setdefault(key, new)
+            if done is not new:
+                return done
             children, statics = kind.read(node)
+            for child in children:
+                if type_of(child) not in leaf_types:
+                    break
+            else:  # Only leaves (most nodes of a model): the copy can share the children tuple.
+                kind.fill(new, statics, children)
+                return new
             for child in children:
                 copied.append(child if type_of(child) in leaf_types else copy(child))
             kind.fill(new, statics, tuple(copied))
@@ -185,12 +190,13 @@ def _structural_copy(tree: T, assign: Assign) -> tuple[T, dict[int, tuple[object
             for name, child in node.items():
                 new_dict[name] = copy(child)
             return new_dict
+        items: Iterable[Any]
         if kind is _TUPLE:
-            children = node
+            items = node
         else:  # Any other registered node: one level of JAX's own flatten, then unflatten.
-            children = _flatten_one_level(node)[0]
-            keep_alive.append(children)
-        for child in children:
+            items = _flatten_one_level(node)[0]
+            keep_alive.append(items)
+        for child in items:
             copied.append(copy(child))
         if kind is _TUPLE:
             result: object = tuple(copied)
