@@ -118,7 +118,11 @@ _Kind = str | _Dataclass
 _KINDS: dict[type, _Kind] = {list: _LIST, tuple: _TUPLE, dict: _DICT}
 """How to copy each node type (whether JAX treats a value as a node depends on its type)."""
 _LEAF_TYPES: set[type] = {type(None)}
-"""Types the copy keeps as they are: JAX's leaves, and `None` (a node without children)."""
+"""Types the copy keeps as they are: JAX's leaves, and `None` (a node without children).
+
+Verdicts are kept, as JAX keeps registrations: register a custom pytree node type before its
+instances first go through `copy_and_mutate`.
+"""
 
 
 def _kind(cls: type) -> _Kind | None:
