@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from jax_dataclasses._frozen import is_constructing
 from jax_dataclasses._registry import (
     FLAT_ATTR,
     Layout,
@@ -107,14 +108,22 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
             "__post_init__ sets it: every field is part of the pytree. Give it a default, or set "
             f"it in __post_init__ with object.__setattr__(self, {missing!r}, value)."
         )
-    if not post_init:  # Otherwise __finish checks after __post_init__ may have changed them.
+    stored = [name for name in fields if name in assigned]
+    values = "".join(f"{name!r}: {name}, " for name in stored)
+    initvars = "".join(f"{f.name}, " for f in params if _is_initvar(f))
+    namespace.update({"__cls": cls, "__type": type, "__inherited": construct_inherited})
+    # The exact class takes the fast path. A subclass instance (whose own `__init__` may be
+    # running this one through `super().__init__`) takes the general one.
+    post_init_args = f"({initvars})" if post_init else "None"
+    body.append("    if __type(__jdc_self__) is not __cls:")
+    body.append(f"        return __inherited(__jdc_self__, {{{values}}}, {post_init_args})")
+    if not post_init:  # Otherwise __finish checks, after __post_init__ may have changed them.
         body.extend(
-            f"    if type({name}) not in __ok: __check(type(__jdc_self__), {name!r}, {name})"
+            f"    if __type({name}) not in __ok: __check(__cls, {name!r}, {name})"
             for name in layout.statics
         )
-    stored = [name for name in fields if name in assigned]
     if layout.cached:
-        entries = "".join(f"{name!r}: {name}, " for name in stored)
+        entries = values
         if not post_init:
             children = "".join(f"{name}, " for name in layout.children)
             statics = "".join(f"{name}, " for name in layout.statics)
@@ -128,7 +137,6 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
     else:
         body.extend(f"    __setattr(__jdc_self__, {name!r}, {name})" for name in stored)
     if post_init:
-        initvars = "".join(f"{f.name}, " for f in params if _is_initvar(f))
         body.append(f"    __jdc_self__.__post_init__({initvars})")
         body.append("    __finish(__jdc_self__)")
     source = f"def __init__({', '.join(signature)}):\n" + "\n".join(body or ["    pass"]) + "\n"
@@ -136,3 +144,20 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {f.name: f.type for f in params} | {"return": None}
     return init
+
+
+def construct_inherited(
+    obj: object, values: dict[str, object], post_init_args: tuple[object, ...] | None
+) -> None:
+    """A generated `__init__` running on an instance of a subclass.
+
+    Sets the fields it knows without replacing what the subclass's own `__init__` may have set
+    already, runs `__post_init__`, and finishes construction unless an `__init__` further out
+    is constructing the object (it finishes when it returns, with all fields set).
+    """
+    for name, value in values.items():
+        object.__setattr__(obj, name, value)
+    if post_init_args is not None:
+        obj.__post_init__(*post_init_args)  # type: ignore[attr-defined]  # present when passed
+    if not is_constructing(obj):
+        finish_construction(obj)

@@ -12,12 +12,11 @@ import dataclasses
 import operator
 from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
-from itertools import repeat
 from typing import Any, Protocol, TypeVar, cast
 
 from jax import tree_util
 
-from jax_dataclasses._frozen import Assign, mutable
+from jax_dataclasses._frozen import mutable
 from jax_dataclasses._registry import FLAT_ATTR, Layout, filler_of, layout_of, set_field
 from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._validate import check_assignment, is_node
@@ -36,13 +35,13 @@ def copy_and_mutate(obj: T, validate: bool = True) -> Generator[T, None, None]:
     (`MutationValidationError` otherwise), and a static field's new value must pass the
     static-value checks. With `validate=False`, any value may be assigned.
     """
-    block = _Block(validate)
-    copy, allowed = _structural_copy(obj, block.assign)
+    copy, created = _structural_copy(obj)
+    block = _Block(validate, created)
     try:
-        with mutable(allowed):
+        with mutable(dict.fromkeys(map(id, created), block.assign)):
             yield copy
     finally:
-        block.open = False
+        block.close()
 
 
 class _Block:
@@ -52,15 +51,19 @@ class _Block:
     asyncio task created inside it): their permission ends with the block too.
     """
 
-    __slots__ = ("open", "validate")
+    __slots__ = ("objects", "validate")
 
-    def __init__(self, validate: bool) -> None:
+    def __init__(self, validate: bool, objects: list[object]) -> None:
         self.validate = validate
-        self.open = True
+        self.objects: list[object] | None = objects  # Alive while open: their ids stay unique.
+
+    def close(self) -> None:
+        """Refuse from now on, and let go of the copy (a task may outlive the block)."""
+        self.objects = None
 
     def assign(self, obj: object, name: str, value: object) -> None:
         cls = type(obj)
-        if not self.open:
+        if self.objects is None:
             raise dataclasses.FrozenInstanceError(
                 f"cannot assign to field {name!r} of {cls.__qualname__}: the copy_and_mutate "
                 "block that made it mutable has ended. Assign inside the `with` block."
@@ -139,8 +142,8 @@ def _kind(cls: type) -> _Kind | None:
     return kind
 
 
-def _structural_copy(tree: T, assign: Assign) -> tuple[T, dict[int, tuple[object, Assign]]]:
-    """Copy every pytree node of `tree` (keeping its leaves), and the permission to mutate it.
+def _structural_copy(tree: T) -> tuple[T, list[object]]:
+    """Copy every pytree node of `tree` (keeping its leaves); also return the new dataclasses.
 
     Nodes are memoized by id, so shared subtrees stay shared and cycles (made by an earlier
     mutation) are copied as cycles. Dataclasses, lists and dicts are created before their
@@ -210,7 +213,4 @@ def _structural_copy(tree: T, assign: Assign) -> tuple[T, dict[int, tuple[object
         return memo.setdefault(key, result)
 
     copied_tree: T = copy(tree)
-    # Built in C: cheaper than a Python-level insertion per object.
-    created = objects.values()
-    allowed = dict(zip(map(id, created), zip(created, repeat(assign)), strict=True))
-    return copied_tree, allowed
+    return copied_tree, list(objects.values())

@@ -16,7 +16,7 @@ from jax import Array
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, is_static_annotation
 from jax_dataclasses._construct import make_init
-from jax_dataclasses._frozen import frozen_delattr, frozen_setattr, mutating
+from jax_dataclasses._frozen import frozen_delattr, frozen_setattr, is_constructing, mutating
 from jax_dataclasses._registry import (
     FLAT_ATTR,
     Layout,
@@ -100,7 +100,15 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
     explicit_hash = "__hash__" in cls.__dict__ and not (
         cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__
     )
-    kwargs = dict(options, init=False, frozen=False)
+    # Frozen to `dataclasses` too (so frozen plain dataclasses can be bases and subclasses),
+    # unless a base is a non-frozen dataclass, which `dataclasses` would refuse to combine.
+    # Either way our `__setattr__`/`__delattr__` do the freezing.
+    frozen = all(
+        getattr(base, "__dataclass_params__").frozen  # noqa: B009
+        for base in cls.__mro__[1:]
+        if getattr(base, "__dataclass_fields__", None) is not None
+    )
+    kwargs = dict(options, init=False, frozen=frozen)
     # Hash like a frozen dataclass (by fields) unless the class brings its own.
     kwargs["unsafe_hash"] = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
     _decorating.active = True
@@ -113,8 +121,14 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
     layout = _layout(cls, localns)
     if options["init"] and user_init is None:
         cls.__init__ = make_init(cls, layout)  # type: ignore[misc]  # Installing our method on the class.
-    elif user_init is not None:
-        cls.__init__ = _finishing_init(user_init)  # type: ignore[misc]  # Installing our method on the class.
+    else:
+        # The class's own `__init__`, or (init=False) the one it inherits, which knows only
+        # the base's fields: either way, check and cache once it has run.
+        init: Callable[..., None] = next(
+            k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__
+        )
+        if init is not object.__init__:
+            cls.__init__ = _finishing_init(init)  # type: ignore[misc]  # Installing our method on the class.
     cls.__setattr__ = frozen_setattr  # type: ignore[method-assign,assignment]  # Installing our method on the class.
     cls.__delattr__ = frozen_delattr  # type: ignore[method-assign,assignment]  # Installing our method on the class.
     if layout.cached:
@@ -146,7 +160,8 @@ def _static_names(cls: type, localns: Mapping[str, Any]) -> set[str]:
             namespace, local = globalns, localns
         else:
             module = sys.modules.get(owner.__module__)
-            namespace, local = (vars(module) if module else {}), None
+            # A base defined in the same function as `cls` is the likely case.
+            namespace, local = (vars(module) if module else {}), localns
         where = f"field {f.name!r} of {cls.__qualname__}"
         if is_static_annotation(f.type, where, namespace, local):
             statics.add(f.name)
@@ -247,16 +262,36 @@ class _FlatFallback:
         )
 
 
-def _finishing_init(user_init: Callable[..., None]) -> Callable[..., None]:
-    """Run a class's own `__init__` (which may assign `self.x = ...`), then check the result."""
+def _finishing_init(init: Callable[..., None]) -> Callable[..., None]:
+    """Run `init` (which may assign `self.x = ...`), then check the fields and build the cache.
 
-    @functools.wraps(user_init)
+    Called through `super().__init__` from a subclass's own `__init__`, it only runs `init`:
+    the outermost `__init__` finishes, once every field is set.
+    """
+
+    @functools.wraps(init)
     def __init__(self: object, *args: Any, **kwargs: Any) -> None:
-        with mutating(self):
-            user_init(self, *args, **kwargs)
+        if is_constructing(self):
+            init(self, *args, **kwargs)
+            return
+        with mutating(self, _assign_in_init):
+            init(self, *args, **kwargs)
         finish_construction(self)
 
     return __init__
+
+
+def _assign_in_init(obj: object, name: str, value: object) -> None:
+    """`self.name = value` inside a class's own `__init__`: fields only."""
+    layout = layout_of(type(obj))
+    if layout is not None and name not in layout.children and name not in layout.statics:
+        raise dataclasses.FrozenInstanceError(
+            f"cannot assign to {name!r} of {type(obj).__qualname__}: it is not a field. A "
+            "pytree dataclass has no state besides its fields (JAX rebuilds objects from them, "
+            "without __init__), so declare it as a field (Static[...] if it is not an array), "
+            "or compute it in a method or property."
+        )
+    object.__setattr__(obj, name, value)
 
 
 def _add_pickle_support(cls: type, layout: Layout) -> None:
@@ -337,6 +372,9 @@ def _adopt(sub: type) -> None:
         return
     parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
     register(dataclasses.replace(parent, cls=sub))
+    own_init = sub.__dict__.get("__init__")
+    if own_init is not None:
+        sub.__init__ = _finishing_init(own_init)  # type: ignore[misc]  # Installing our method on the class.
 
 
 def _restore_init(cls: type) -> None:

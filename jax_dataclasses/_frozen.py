@@ -11,12 +11,12 @@ import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, NoReturn
 
 Assign = Callable[[Any, str, Any], None]
 """Performs `obj.name = value` for an object that may be mutated: `assign(obj, name, value)`."""
 
-_MUTABLE: ContextVar[Mapping[int, tuple[object, Assign]] | None] = ContextVar(
+_MUTABLE: ContextVar[Mapping[int, Assign] | None] = ContextVar(
     "jax_dataclasses_mutable", default=None
 )
 
@@ -24,14 +24,18 @@ _MUTABLE: ContextVar[Mapping[int, tuple[object, Assign]] | None] = ContextVar(
 def frozen_setattr(self: object, name: str, value: object) -> None:
     """`__setattr__` of every pytree dataclass: refused unless the object is being mutated."""
     allowed = _MUTABLE.get()
-    entry = None if allowed is None else allowed.get(id(self))
-    if entry is None:
-        raise dataclasses.FrozenInstanceError(
-            f"cannot assign to field {name!r} of {type(self).__qualname__}: pytree dataclass "
-            f"instances are frozen. Use jdc.replace(obj, {name}=...) for a changed copy, or "
-            "`with jdc.copy_and_mutate(obj) as copy:` to edit a copy in place."
-        )
-    entry[1](self, name, value)
+    assign = None if allowed is None else allowed.get(id(self))
+    if assign is None:
+        refuse_assignment(self, name)
+    assign(self, name, value)
+
+
+def refuse_assignment(obj: object, name: str) -> NoReturn:
+    raise dataclasses.FrozenInstanceError(
+        f"cannot assign to field {name!r} of {type(obj).__qualname__}: pytree dataclass "
+        f"instances are frozen. Use jdc.replace(obj, {name}=...) for a changed copy, or "
+        "`with jdc.copy_and_mutate(obj) as copy:` to edit a copy in place."
+    )
 
 
 def frozen_delattr(self: object, name: str) -> None:
@@ -43,11 +47,14 @@ def frozen_delattr(self: object, name: str) -> None:
 
 
 @contextmanager
-def mutable(objects: Mapping[int, tuple[object, Assign]]) -> Generator[None, None, None]:
+def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
     """Within the block, and only in the current context, allow assignment to `objects`.
 
-    `objects` maps `id(obj)` to `(obj, assign)`; holding `obj` keeps its id from being reused.
-    Nested blocks see the union of their own and the enclosing permissions.
+    `objects` maps `id(obj)` to the function that performs assignments to `obj`. The caller
+    keeps the objects alive while its assign functions accept them (so no id is reused), and
+    makes the functions refuse once its block ends: a context copied inside the block (an
+    asyncio task) keeps the mapping, but not the objects. Nested blocks see the union of
+    their own and the enclosing permissions.
     """
     outer = _MUTABLE.get()
     token = _MUTABLE.set(objects if outer is None else {**outer, **objects})
@@ -57,23 +64,42 @@ def mutable(objects: Mapping[int, tuple[object, Assign]]) -> Generator[None, Non
         _MUTABLE.reset(token)
 
 
-class mutating:  # Used like a function: `with mutating(obj):`.
-    """Allow plain assignment to one object for the block (a class's own `__init__`).
+class mutating:  # Used like a function: `with mutating(obj, assign):`.
+    """Let a class's own `__init__` assign to the object it is constructing.
 
     A small class rather than `@contextmanager`, because it runs on every construction of a
     class with a custom `__init__`.
     """
 
-    __slots__ = ("_obj", "_token")
+    __slots__ = ("_assign", "_obj", "_token")
 
-    def __init__(self, obj: object) -> None:
-        self._obj = obj
+    def __init__(self, obj: object, assign: Assign) -> None:
+        self._obj: object | None = obj
+        self._assign = assign
+
+    def assign(self, obj: object, name: str, value: object) -> None:
+        if obj is not self._obj:  # A stale mapping whose id now names another object.
+            refuse_assignment(obj, name)
+        self._assign(obj, name, value)
+
+    def constructs(self, obj: object) -> bool:
+        return obj is self._obj
 
     def __enter__(self) -> None:
         outer = _MUTABLE.get()
-        entry = (self._obj, object.__setattr__)
-        permission = {id(self._obj): entry} if outer is None else {**outer, id(self._obj): entry}
-        self._token = _MUTABLE.set(permission)
+        key = id(self._obj)
+        self._token = _MUTABLE.set(
+            {key: self.assign} if outer is None else {**outer, key: self.assign}
+        )
 
     def __exit__(self, *exc_info: object) -> None:
+        self._obj = None
         _MUTABLE.reset(self._token)
+
+
+def is_constructing(obj: object) -> bool:
+    """Whether an `__init__` further out is constructing `obj` (and will finish it)."""
+    allowed = _MUTABLE.get()
+    assign = None if allowed is None else allowed.get(id(obj))
+    owner = getattr(assign, "__self__", None)
+    return isinstance(owner, mutating) and owner.constructs(obj)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from jax import tree_util
 
-from jax_dataclasses._static_values import check_static_value
+from jax_dataclasses._static_values import OK_TYPES, check_static_value
 
 FLAT_ATTR = "__jdc_flat__"
 """Instance attribute holding `(children, statics)` for classes with `Layout.cached`."""
@@ -80,6 +80,10 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
         "__setattr": object.__setattr__,
         "__cls": layout.cls,
         "__flat": FLAT_ATTR,
+        "__type": type,
+        "__ok": OK_TYPES,
+        "__check": check_static_value,
+        "__missing": _raise_missing_field,
     }
     if layout.cached:
         namespace["__set_dict"] = dict_setter(layout.cls)
@@ -91,11 +95,12 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
     keyed = _tuple_source(f"(__key{i}, __o.{name})" for i, name in enumerate(layout.children))
     local = {name: f"__c{i}" for i, name in enumerate(layout.children)}
     local.update({name: f"__s{i}" for i, name in enumerate(layout.statics)})
-    unpack = ""
+    unpack_statics = ""
+    if layout.statics:
+        unpack_statics = f"    {_tuple_source(local[n] for n in layout.statics)} = __statics\n"
+    unpack = unpack_statics
     if layout.children:
         unpack += f"    {_tuple_source(local[n] for n in layout.children)} = __children\n"
-    if layout.statics:
-        unpack += f"    {_tuple_source(local[n] for n in layout.statics)} = __statics\n"
     functions = {
         "flatten_with_keys": compile_function(
             "flatten_with_keys",
@@ -108,12 +113,26 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
         entries = "".join(f"{name!r}: {local[name]}, " for name in fields)
         store = f"    __set_dict(__o, {{{entries}__flat: (__children, __statics)}})\n"
         refresh = f"    __o.__dict__[__flat] = ({children}, {statics})\n"
+        keep = "    __o.__dict__[__flat] = (__children, __statics)\n"
     else:
         functions["flatten"] = compile_function(
             "flatten", f"def flatten(__o):\n    return ({children}, {statics})\n", namespace
         )
         store = "".join(f"    __setattr(__o, {name!r}, {local[name]})\n" for name in fields)
         refresh = "    pass\n"
+        keep = ""
+    checks = "".join(
+        f"    if __type({local[name]}) not in __ok: __check(__type(__o), {name!r}, {local[name]})\n"
+        for name in layout.statics
+    )
+    functions["finish"] = compile_function(
+        "finish",
+        "def finish(__o):\n"
+        f"    try:\n        __children = {children}\n        __statics = {statics}\n"
+        "    except AttributeError:\n        __missing(__o)\n        raise\n"
+        f"{unpack_statics}{checks}{keep}",
+        namespace,
+    )
     functions["unflatten"] = compile_function(
         "unflatten",
         "def unflatten(__statics, __children):\n"
@@ -129,8 +148,13 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
     return functions
 
 
-_REFRESH: dict[type, Callable[[Any], None]] = {}
-_FILL: dict[type, Callable[[Any, tuple[Any, ...], tuple[Any, ...]], None]] = {}
+class _Generated(NamedTuple):
+    refresh: Callable[[Any], None]
+    fill: Callable[[Any, tuple[Any, ...], tuple[Any, ...]], None]
+    finish: Callable[[Any], None]
+
+
+_GENERATED: dict[type, _Generated] = {}
 _ON_REGISTER: list[Callable[[Layout], None]] = []
 
 
@@ -156,41 +180,43 @@ def register(layout: Layout) -> None:
         functions["flatten"],
     )
     _LAYOUTS[layout.cls] = layout
-    _REFRESH[layout.cls] = functions["refresh"]
-    _FILL[layout.cls] = functions["fill"]
+    _GENERATED[layout.cls] = _Generated(
+        functions["refresh"], functions["fill"], functions["finish"]
+    )
     for hook in _ON_REGISTER:
         hook(layout)
 
 
 def finish_construction(obj: object) -> None:
-    """After a user's `__init__` or `__post_init__`: check static values, rebuild the cache."""
+    """After a class's own `__init__` or `__post_init__`: check that every field is set and
+    every static value is good, and build the flatten cache."""
+    _GENERATED[type(obj)].finish(obj)
+
+
+def _raise_missing_field(obj: object) -> None:
     cls = type(obj)
     layout = _LAYOUTS[cls]
     for name in layout.children + layout.statics:
         if not hasattr(obj, name):
             raise TypeError(
                 f"{cls.__qualname__}.__init__ did not set field {name!r}. Every field is part "
-                "of the pytree: give it a default, or set it in __init__ or __post_init__ "
-                f"(object.__setattr__(self, {name!r}, value))."
+                "of the pytree: give it a default, or set it in __init__ or __post_init__."
             )
-    for name in layout.statics:
-        check_static_value(cls, name, getattr(obj, name))
-    _REFRESH[cls](obj)
 
 
 def filler_of(cls: type) -> Callable[[Any, tuple[Any, ...], tuple[Any, ...]], None]:
     """`fill(obj, statics, children)`: set every field of a blank `object.__new__(cls)` instance
     as unflatten does (cache included), so `copy_and_mutate` can create an object before copying
     its children and copy cycles."""
-    return _FILL[cls]
+    return _GENERATED[cls].fill
 
 
 def refresh(obj: object) -> None:
     """Rebuild the flatten cache of `obj` from its fields (no-op for uncached classes)."""
-    _REFRESH[type(obj)](obj)
+    _GENERATED[type(obj)].refresh(obj)
 
 
 def set_field(obj: object, name: str, value: object) -> None:
     """Set one field of a registered instance, keeping its flatten cache in step."""
     object.__setattr__(obj, name, value)
-    _REFRESH[type(obj)](obj)
+    _GENERATED[type(obj)].refresh(obj)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
+import gc
 import re
 import threading
 import warnings
+import weakref
 from typing import Any, NamedTuple
 
 import jax
@@ -613,6 +615,24 @@ def test_task_started_inside_a_block_loses_permission_when_the_block_ends() -> N
     assert during == "assigned"
     assert "block that made it mutable has ended" in after
     assert "Bar" in after
+
+
+def test_a_task_that_outlives_the_block_does_not_keep_the_copy_alive() -> None:
+    async def main() -> tuple[bool, bool]:
+        stop = asyncio.Event()
+        with copy_and_mutate(bar()) as copy:
+            copy.array = np.ones(3)
+            ref = weakref.ref(copy)
+            task = asyncio.create_task(stop.wait())  # Copies the block's permission.
+        del copy
+        await asyncio.sleep(0)
+        gc.collect()
+        alive_during_task = ref() is not None
+        stop.set()
+        await task
+        return alive_during_task, task.done()
+
+    assert asyncio.run(main()) == (False, True)
 
 
 # -------------------------------------------------------------------------- validation

@@ -356,3 +356,184 @@ def test_pickled_state_leaves_out_the_flatten_cache() -> None:
     restored.__setstate__({**state, "activation": "tanh", "__jdc_flat__": ((), ())})  # type: ignore[attr-defined]
     assert jax.tree_util.tree_structure(restored) == jax.tree_util.tree_structure(Layer(1, 2))  # type: ignore[arg-type]
     assert len(jax.tree_util.tree_leaves(restored)) == 2
+
+
+# -- construction through inheritance chains --------------------------------------------------
+
+
+def leaves_equal_fields(obj: Any) -> None:
+    """The flattened leaves are exactly the current field values (no stale flatten cache)."""
+    layout = jdc.fields(obj)
+    expected = [getattr(obj, f.name) for f in layout if f.name not in _statics(type(obj))]
+    flat = [leaf for value in expected for leaf in jax.tree_util.tree_leaves(value)]
+    assert [id(x) for x in jax.tree_util.tree_leaves(obj)] == [id(x) for x in flat]
+
+
+def _statics(cls: type) -> tuple[str, ...]:
+    from jax_dataclasses._registry import layout_of
+
+    layout = layout_of(cls)
+    assert layout is not None
+    return layout.statics
+
+
+def test_undecorated_subclass_with_its_own_init() -> None:
+    class Scaled(Layer):
+        def __init__(self, w: jax.Array) -> None:
+            super().__init__(w, jnp.zeros(1))
+            object.__setattr__(self, "w", w * 10)  # after the parent's __init__ ran
+
+    class Assigning(Layer):
+        def __init__(self, w: jax.Array) -> None:
+            self.w, self.b, self.activation = w, -w, "relu"
+
+    scaled = Scaled(jnp.ones(1))
+    leaves_equal_fields(scaled)
+    assert float(jax.tree_util.tree_leaves(scaled)[0][0]) == 10.0
+    assigning = Assigning(jnp.ones(1))
+    leaves_equal_fields(assigning)
+    assert jax.tree_util.tree_structure(assigning) == jax.tree_util.tree_structure(
+        Assigning(jnp.zeros(1))
+    )
+
+
+def test_init_false_subclass_inherits_the_parent_init() -> None:
+    @jdc.pytree_dataclass
+    class Parent:
+        x: jax.Array
+
+    @jdc.pytree_dataclass(init=False)
+    class Child(Parent):
+        y: jax.Array = jnp.zeros(2)
+
+    child = Child(jnp.ones(2))  # type: ignore[call-arg]
+    leaves_equal_fields(child)
+    grads = jax.grad(lambda c: jnp.sum(c.y))(child)
+    assert isinstance(grads, Child) and jnp.array_equal(grads.y, jnp.ones(2))
+
+
+@pytest.mark.parametrize("parent_has_post_init", [False, True])
+@pytest.mark.parametrize("child_sets_first", [False, True])
+def test_custom_init_chains_through_super(
+    parent_has_post_init: bool, child_sets_first: bool
+) -> None:
+    post_inits: list[str] = []
+
+    @jdc.pytree_dataclass
+    class Base:
+        a: jax.Array
+
+        if parent_has_post_init:
+
+            def __post_init__(self) -> None:
+                post_inits.append("base")
+
+    @jdc.pytree_dataclass
+    class Child(Base):
+        b: jax.Array
+        tag: jdc.Static[str] = "t"
+
+        def __init__(self, n: int) -> None:
+            if child_sets_first:
+                self.b = jnp.ones(n)
+                super().__init__(jnp.zeros(n))
+            else:
+                super().__init__(jnp.zeros(n))
+                self.b = jnp.ones(n)
+            self.tag = "child"
+
+    child = Child(2)
+    assert child.tag == "child" and jnp.array_equal(child.b, jnp.ones(2))
+    leaves_equal_fields(child)
+    assert post_inits == (["base"] if parent_has_post_init else [])
+
+
+def test_custom_init_chain_of_two_custom_inits() -> None:
+    @jdc.pytree_dataclass
+    class Base:
+        w: jax.Array
+
+        def __init__(self, n: int) -> None:
+            self.w = jnp.zeros(n)
+
+    @jdc.pytree_dataclass
+    class Child(Base):
+        b: jax.Array
+
+        def __init__(self, n: int) -> None:
+            super().__init__(n)
+            self.b = jnp.ones(n)
+
+    child = Child(3)
+    leaves_equal_fields(child)
+    assert len(jax.tree_util.tree_leaves(jax.jit(lambda c: c)(child))) == 2
+
+
+def test_custom_init_may_not_set_non_fields() -> None:
+    @jdc.pytree_dataclass
+    class Cached:
+        w: jax.Array
+
+        def __init__(self, n: int) -> None:
+            self.w = jnp.zeros(n)
+            self.n_cached = n
+
+    with pytest.raises(
+        dataclasses.FrozenInstanceError, match=r"'n_cached' of \S*Cached: it is not a field"
+    ):
+        Cached(3)
+
+
+def test_field_names_that_shadow_builtins() -> None:
+    @jdc.pytree_dataclass
+    class Shadowing:
+        type: jdc.Static[str] = "relu"
+        object: jax.Array | None = None
+        len: int = 0
+
+    obj = Shadowing()
+    assert obj.type == "relu"
+    assert jax.tree_util.tree_leaves(jax.tree.map(lambda v: v + 1, obj)) == [1]
+
+
+def test_frozen_plain_dataclasses_as_base_and_subclass() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class FrozenBase:
+        x: int
+
+    @jdc.pytree_dataclass
+    class Mixed(FrozenBase):
+        y: jdc.Static[int] = 0
+
+    mixed = Mixed(1, 2)
+    assert jax.tree_util.tree_leaves(mixed) == [1]
+    assert Mixed.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+    @dataclasses.dataclass(frozen=True)
+    class PlainChild(Mixed):
+        z: int = 3
+
+    with pytest.raises(
+        TypeError, match=r"PlainChild subclasses a pytree dataclass and declares fields 'z'"
+    ):
+        PlainChild(1)
+
+
+def test_static_inherited_from_a_plain_base_in_the_same_function() -> None:
+    namespace: dict[str, object] = {}
+    exec(
+        "from __future__ import annotations\n"
+        "import dataclasses\n"
+        "def build():\n"
+        "    import jax_dataclasses as J\n"
+        "    @dataclasses.dataclass\n"
+        "    class Base:\n"
+        "        n: J.Static[int]\n"
+        "    @J.pytree_dataclass\n"
+        "    class C(Base):\n"
+        "        x: int = 0\n"
+        "    return C\n",
+        namespace,
+    )
+    built = namespace["build"]()  # type: ignore[operator]
+    assert jax.tree_util.tree_leaves(built(3, 1)) == [1]
