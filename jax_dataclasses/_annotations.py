@@ -137,6 +137,9 @@ def is_static_annotation(
             return False  # Not ours to judge; dataclasses and checkers report it.
         decision = _decide_source(expr, namespaces)
         args_mention = decision is not True and _mentions_static_in_source(expr, namespaces)
+        if decision is _UNDECIDED and not args_mention:
+            # Nothing resolves (say, the module alias is unknown here): go by the spelling.
+            args_mention = _spells_static(expr)
     else:
         decision = _is_static_object(annotation)
         args_mention = not decision and _mentions_static_object(annotation, namespaces)
@@ -156,6 +159,14 @@ def is_static_annotation(
             "Static[Optional[int]] instead of Optional[Static[int]]."
         )
     return False
+
+
+def _spells_static(tree: ast.AST) -> bool:
+    return any(
+        (isinstance(node, ast.Name) and node.id == "Static")
+        or (isinstance(node, ast.Attribute) and node.attr == "Static")
+        for node in ast.walk(tree)
+    )
 
 
 def _show(annotation: object) -> str:

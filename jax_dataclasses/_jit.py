@@ -237,6 +237,8 @@ def _globals_of(fn: object) -> Mapping[str, Any]:
     while inner is not None and id(inner) not in seen:
         seen.add(id(inner))
         fn, inner = inner, _inner(inner)
+    if not hasattr(fn, "__globals__") and not isinstance(fn, type):
+        fn = type(fn).__call__  # A callable object: its class's `__call__`.
     globalns: Mapping[str, Any] = getattr(fn, "__globals__", {})
     return globalns
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Generic, TypeVarTuple
+from typing import Any, Generic, TypeVarTuple
 
 import jax
 import jax.numpy as jnp
@@ -75,3 +75,13 @@ def local_alias() -> Callable[[jax.Array, int], jax.Array]:
         return jnp.tile(x, times)
 
     return repeat
+
+
+def jit_callable_object_in_a_function() -> Any:
+    """A callable object built in a function: its `__call__`'s module is where names resolve."""
+
+    class Step:
+        def __call__(self, x: jax.Array, n: jdc.Static[int]) -> jax.Array:
+            return x * n if n > 1 else x
+
+    return jdc.jit(Step())

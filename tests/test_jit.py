@@ -605,3 +605,8 @@ def test_any_mix_of_parameter_kinds(params: list[tuple[str, bool, int]], by_keyw
     assert float(jitted(*call_args, **call_kwargs)) == expected
     assert float(jitted(*call_args, **call_kwargs)) == expected
     assert jitted._cache_size() == 1  # type: ignore[attr-defined]
+
+
+def test_callable_object_statics_resolve_in_its_class_module() -> None:
+    step = future.jit_callable_object_in_a_function()
+    np.testing.assert_array_equal(step(jnp.ones(2), 3), jnp.full(2, 3.0))

@@ -226,3 +226,13 @@ def test_markers_of_jax_dataclasses_1_6_are_honoured() -> None:
         c: float = 0.0
 
     assert statics(Legacy) == ("a", "b")
+
+
+def test_unresolvable_module_alias_spelling_static_is_an_error() -> None:
+    with pytest.raises(
+        jdc.StaticAnnotationError, match=r"cannot tell.*Unknown\.Static\[int\] of field 'n'"
+    ):
+
+        @jdc.pytree_dataclass
+        class Typo:
+            n: Unknown.Static[int]  # type: ignore[name-defined]  # noqa: F821
