@@ -16,7 +16,13 @@ from jax import Array
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, is_static_annotation
 from jax_dataclasses._construct import make_init
-from jax_dataclasses._frozen import frozen_delattr, frozen_setattr, is_constructing, mutating
+from jax_dataclasses._frozen import (
+    begin_construction,
+    end_permission,
+    frozen_delattr,
+    frozen_setattr,
+    is_constructing,
+)
 from jax_dataclasses._registry import (
     FLAT_ATTR,
     Layout,
@@ -274,24 +280,14 @@ def _finishing_init(init: Callable[..., None]) -> Callable[..., None]:
         if is_constructing(self):
             init(self, *args, **kwargs)
             return
-        with mutating(self, _assign_in_init):
+        token = begin_construction(self)
+        try:
             init(self, *args, **kwargs)
+        finally:
+            end_permission(token)
         finish_construction(self)
 
     return __init__
-
-
-def _assign_in_init(obj: object, name: str, value: object) -> None:
-    """`self.name = value` inside a class's own `__init__`: fields only."""
-    layout = layout_of(type(obj))
-    if layout is not None and name not in layout.children and name not in layout.statics:
-        raise dataclasses.FrozenInstanceError(
-            f"cannot assign to {name!r} of {type(obj).__qualname__}: it is not a field. A "
-            "pytree dataclass has no state besides its fields (JAX rebuilds objects from them, "
-            "without __init__), so declare it as a field (Static[...] if it is not an array), "
-            "or compute it in a method or property."
-        )
-    object.__setattr__(obj, name, value)
 
 
 def _add_pickle_support(cls: type, layout: Layout) -> None:

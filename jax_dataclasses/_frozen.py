@@ -10,8 +10,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, NoReturn
+
+from jax_dataclasses._registry import layout_of
 
 Assign = Callable[[Any, str, Any], None]
 """Performs `obj.name = value` for an object that may be mutated: `assign(obj, name, value)`."""
@@ -64,42 +66,36 @@ def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
         _MUTABLE.reset(token)
 
 
-class mutating:  # Used like a function: `with mutating(obj, assign):`.
-    """Let a class's own `__init__` assign to the object it is constructing.
-
-    A small class rather than `@contextmanager`, because it runs on every construction of a
-    class with a custom `__init__`.
-    """
-
-    __slots__ = ("_assign", "_obj", "_token")
-
-    def __init__(self, obj: object, assign: Assign) -> None:
-        self._obj: object | None = obj
-        self._assign = assign
-
-    def assign(self, obj: object, name: str, value: object) -> None:
-        if obj is not self._obj:  # A stale mapping whose id now names another object.
-            refuse_assignment(obj, name)
-        self._assign(obj, name, value)
-
-    def constructs(self, obj: object) -> bool:
-        return obj is self._obj
-
-    def __enter__(self) -> None:
-        outer = _MUTABLE.get()
-        key = id(self._obj)
-        self._token = _MUTABLE.set(
-            {key: self.assign} if outer is None else {**outer, key: self.assign}
+def assign_field(obj: object, name: str, value: object) -> None:
+    """Assignment inside a class's own `__init__`: fields only, since a pytree dataclass has
+    no other state (JAX rebuilds objects from their fields, without `__init__`)."""
+    layout = layout_of(type(obj))
+    if layout is not None and name not in layout.children and name not in layout.statics:
+        raise dataclasses.FrozenInstanceError(
+            f"cannot assign to {name!r} of {type(obj).__qualname__}: it is not a field. A "
+            "pytree dataclass has no state besides its fields (JAX rebuilds objects from them, "
+            "without __init__), so declare it as a field (Static[...] if it is not an array), "
+            "or compute it in a method or property."
         )
+    object.__setattr__(obj, name, value)
 
-    def __exit__(self, *exc_info: object) -> None:
-        self._obj = None
-        _MUTABLE.reset(self._token)
+
+def begin_construction(obj: object) -> Token[Mapping[int, Assign] | None]:
+    """Let the `__init__` now constructing `obj` assign its fields, until `end_permission`.
+
+    Plain functions rather than a context manager: this runs on every construction of a class
+    with its own `__init__`.
+    """
+    outer = _MUTABLE.get()
+    key = id(obj)
+    return _MUTABLE.set({key: assign_field} if outer is None else {**outer, key: assign_field})
+
+
+def end_permission(token: Token[Mapping[int, Assign] | None]) -> None:
+    _MUTABLE.reset(token)
 
 
 def is_constructing(obj: object) -> bool:
     """Whether an `__init__` further out is constructing `obj` (and will finish it)."""
     allowed = _MUTABLE.get()
-    assign = None if allowed is None else allowed.get(id(obj))
-    owner = getattr(assign, "__self__", None)
-    return isinstance(owner, mutating) and owner.constructs(obj)
+    return allowed is not None and allowed.get(id(obj)) is assign_field
