@@ -2,7 +2,8 @@
 
 Run it with `python3 dev.py tour`. It builds a model, runs a jitted forward pass, takes the
 gradient of an MSE loss with respect to the whole model, applies one SGD step with
-`jax.tree.map`, vmaps over a batch, and edits the model with `jdc.replace`.
+`jax.tree.map`, vmaps over a batch, edits the model with `jdc.replace`, and does validated
+"model surgery" on a copy with `jdc.copy_and_mutate`.
 """
 
 from collections.abc import Callable
@@ -92,13 +93,22 @@ def main() -> None:
     model = jax.tree.map(lambda p, g: p - learning_rate * g, model, grads)
     new_loss = mse_loss(model, xs, ys)
     print(f"5. one SGD step (lr={learning_rate}): loss {loss:.4f} -> {new_loss:.4f}")
-    assert new_loss < loss, "one SGD step should reduce the loss"
+    if not new_loss < loss:
+        raise RuntimeError("one SGD step should reduce the loss")
 
     relu = jdc.replace(model.layers[0], activation="relu")
     model = jdc.replace(model, layers=[relu, *model.layers[1:]], name="tiny-mlp-relu")
     y = forward(model, x)
     print(f"6. jdc.replace -> {model.name!r}, first layer {model.layers[0].activation!r}")
     print(f"   changed static fields recompile: output {y.shape}, traced {traces} time(s)")
+
+    with jdc.copy_and_mutate(model) as surgery:
+        surgery.layers[1].w = jnp.zeros_like(surgery.layers[1].w)  # same shape and dtype: ok
+        try:
+            surgery.layers[1].b = jnp.zeros(3)  # wrong shape: refused
+        except jdc.MutationValidationError as error:
+            print(f"7. copy_and_mutate refused a bad edit: {str(error).split('. ')[0]}")
+    print(f"   zeroed the last w of a copy: {forward(surgery, x)}; original: {forward(model, x)}")
 
 
 if __name__ == "__main__":
