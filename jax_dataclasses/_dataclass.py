@@ -145,7 +145,12 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
     if adopted is None:
         register(layout)
     elif not adopted.same_fields(layout):
-        raise TypeError(f"{cls.__qualname__} was registered with different fields")
+        # Adopted as an undecorated subclass, which cannot declare fields: same layout.
+        raise RuntimeError(
+            f"jax_dataclasses internal error: {cls.__qualname__} was registered as a pytree "
+            f"with fields {adopted.children + adopted.statics} before its decorator ran, and "
+            f"now has {layout.children + layout.statics}. Please report this."
+        )
     return cls
 
 
