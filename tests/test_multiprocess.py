@@ -36,6 +36,7 @@ def worker_environment() -> dict[str, str]:
     flag = "--xla_force_host_platform_device_count=2"
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
     env["JAX_PLATFORMS"] = "cpu"
+    env["JAX_NUM_CPU_DEVICES"] = "2"  # It would override XLA_FLAGS if inherited.
     return env
 
 

@@ -26,6 +26,7 @@ def child_environment(device_count: int) -> dict[str, str]:
     flag = f"--xla_force_host_platform_device_count={device_count}"
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
     env["JAX_PLATFORMS"] = "cpu"
+    env["JAX_NUM_CPU_DEVICES"] = str(device_count)  # It would override XLA_FLAGS if inherited.
     return env
 
 
