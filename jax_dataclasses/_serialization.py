@@ -140,6 +140,10 @@ def _names(names: Sequence[object]) -> str:
     return ", ".join(repr(name) for name in names)
 
 
+def _expected_keys(layout: Layout) -> str:
+    return f"the fields {_names(layout.children)}" if layout.children else "no fields (empty)"
+
+
 def _from_state_dict(
     flax: _FlaxSerialization, layout: Layout, target: object, state: object
 ) -> object:
@@ -149,7 +153,7 @@ def _from_state_dict(
     if not isinstance(state, Mapping):
         raise ValueError(
             f"cannot restore {where} from a {type(state).__qualname__}: expected a state dict "
-            f"with the fields {_names(layout.children)}. The saved tree does not have the "
+            f"with {_expected_keys(layout)}. The saved tree does not have the "
             "target's structure (a leaf where a dataclass is expected)."
         )
     state = cast(Mapping[object, object], state)

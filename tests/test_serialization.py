@@ -232,6 +232,15 @@ def test_a_leaf_where_a_dataclass_is_expected() -> None:
         serialization.from_state_dict(make_outer(), state)
 
 
+def test_a_leaf_where_an_empty_dataclass_is_expected() -> None:
+    @jdc.pytree_dataclass
+    class Config:
+        depth: jdc.Static[int] = 3
+
+    with pytest.raises(ValueError, match=r"Config .* expected a state dict with no fields"):
+        serialization.from_state_dict(Config(), 1.0)
+
+
 def test_a_subtree_where_a_leaf_is_expected() -> None:
     state = serialization.to_state_dict(make_outer())
     state["a"]["w"] = {"w": np.ones(3)}
