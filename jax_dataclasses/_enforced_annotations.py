@@ -4,15 +4,25 @@ Kept for existing users of jax_dataclasses 1.x; new code should use jaxtyping. T
 in `__post_init__`, that is when a user constructs an instance, never when JAX rebuilds one by
 unflattening (inside `vmap`, `jacfwd`, `jit`), where leaves may be batched or abstract. So
 `get_batch_axes()` recomputes the batch axes from the fields instead of storing them.
+
+Annotations are read at the first construction of each class (so names defined after the class
+resolve), one field at a time, and only `Annotated[...]` ones matter: like 1.x, a field whose
+annotation cannot be resolved (a name imported under `TYPE_CHECKING`, a class local to a
+function) is simply not checked.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
+import os
+import sys
 import typing
 import warnings
 from typing import Any, NamedTuple
 
+import jax.numpy as jnp
 import numpy as np
 
 from jax_dataclasses._registry import layout_of
@@ -36,7 +46,7 @@ class _FieldSpec(NamedTuple):  # A NamedTuple: much cheaper to define at import 
     suffix: Shape
     """Axes after the `...`."""
     dtype: object | None
-    """A dtype or an abstract scalar type (`np.floating`) for `issubdtype`; None: not checked."""
+    """A dtype or a scalar type (`np.floating`, `jax.dtypes.prng_key`); None: not checked."""
     shape_text: str
 
 
@@ -48,20 +58,23 @@ class _ClassSpec(NamedTuple):
 
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})
 _SPECS: dict[type, _ClassSpec] = {}
-_SUBDTYPE: dict[tuple[np.dtype[Any], object], bool] = {}
-
-
-def _is_dtype(item: object) -> bool:
-    """A dtype, or a NumPy scalar type: concrete (np.float32) or abstract (np.floating)."""
-    return isinstance(item, np.dtype) or (isinstance(item, type) and issubclass(item, np.generic))
+_SUBDTYPE: dict[tuple[object, object], bool] = {}
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _parse_dtype(item: object) -> object | None:
-    """`item` as something `np.issubdtype` accepts, or None if it is not a dtype."""
-    if _is_dtype(item):
-        return item
-    dtype: object = getattr(item, "dtype", None)  # JAX scalar types such as jnp.float32.
-    return dtype if _is_dtype(dtype) else None
+    """`item` as a dtype for `jnp.issubdtype`, or None if it is not one (then 1.x ignored
+    it, so docstrings and other metadata may sit next to the shape and dtype)."""
+    if isinstance(item, type) and issubclass(item, np.generic):
+        # Scalar types, abstract ones too: np.float32, jnp.floating, jax.dtypes.prng_key.
+        return typing.cast(object, item)
+    if item is None:
+        return None  # np.dtype(None) is float64, which `None` in an annotation never means.
+    try:
+        dtype = np.dtype(typing.cast(Any, item))  # "float32", bool, jnp.float32, np.dtype(...).
+    except (TypeError, ValueError, SyntaxError):  # What NumPy raises for text it cannot parse.
+        return None
+    return None if dtype.kind == "O" else dtype  # NumPy maps any other class to object dtype.
 
 
 def _is_size(axis: object) -> bool:
@@ -86,30 +99,83 @@ def _parse_shape(cls: type, name: str, shape: tuple[object, ...]) -> tuple[Shape
     return prefix, suffix
 
 
-def _field_spec(cls: type, name: str, hint: object) -> _FieldSpec | None:
-    if typing.get_origin(hint) is not typing.Annotated:
-        return None
+def _field_spec(cls: type, name: str, metadata: tuple[object, ...]) -> _FieldSpec | None:
     shapes: list[tuple[object, ...]] = []
     dtypes: list[object] = []
-    for item in typing.cast(tuple[object, ...], getattr(hint, "__metadata__")):  # noqa: B009
-        if isinstance(item, tuple | list):
-            shapes.append(tuple(typing.cast(tuple[object, ...] | list[object], item)))
+    for item in metadata:
+        if isinstance(item, tuple):
+            shapes.append(typing.cast(tuple[object, ...], item))
             continue
         dtype = _parse_dtype(item)
-        if dtype is None:
-            raise TypeError(
-                f"field {name!r} of {cls.__qualname__}: EnforcedAnnotationsMixin reads a shape "
-                f"tuple and a dtype from Annotated[...], got {item!r}, which is neither."
-            )
-        dtypes.append(dtype)
+        if dtype is not None:
+            dtypes.append(dtype)
     if len(shapes) > 1 or len(dtypes) > 1:
         raise TypeError(
             f"field {name!r} of {cls.__qualname__}: Annotated[...] may hold at most one shape "
             "and one dtype for EnforcedAnnotationsMixin."
         )
+    if not shapes and not dtypes:
+        return None
     prefix, suffix = _parse_shape(cls, name, shapes[0]) if shapes else (None, ())
     text = repr(shapes[0]).replace("Ellipsis", "...") if shapes else ""
     return _FieldSpec(name, prefix, suffix, dtypes[0] if dtypes else None, text)
+
+
+def _field_metadata(cls: type, name: str) -> tuple[object, ...]:
+    """The `Annotated[...]` metadata of field `name` of `cls`; () if there is none to read.
+
+    A string annotation is evaluated as `typing.get_type_hints` does (names from the declaring
+    class's module first, then from its namespace), but alone: other fields cannot break it.
+    """
+    base = next(b for b in cls.__mro__ if name in inspect.get_annotations(b))
+    annotation: object = inspect.get_annotations(base)[name]
+    if isinstance(annotation, str):
+        source = annotation
+        module = sys.modules.get(base.__module__)
+        localns: dict[str, Any] = {} if module is None else vars(module)
+        globalns = dict(vars(base))
+        try:
+            annotation = eval(source, globalns, localns)
+        except Exception:  # Any name or expression may fail; 1.x skipped them all.
+            return _unresolved_metadata(cls, name, source, globalns, localns)
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return ()
+    return typing.cast(tuple[object, ...], getattr(annotation, "__metadata__"))  # noqa: B009
+
+
+def _unresolved_metadata(
+    cls: type,
+    name: str,
+    source: str,
+    globalns: dict[str, Any],
+    localns: dict[str, Any],
+) -> tuple[object, ...]:
+    """Metadata of an annotation that failed to evaluate: if it is spelled `Annotated[T, ...]`,
+    evaluate the metadata alone (`T` may be a `TYPE_CHECKING` name), else there is none."""
+    try:
+        expr = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return ()
+    if not isinstance(expr, ast.Subscript) or not _spells_annotated(expr.value):
+        return ()
+    items = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+    try:
+        return tuple(
+            eval(compile(ast.Expression(item), "<annotation>", "eval"), globalns, localns)
+            for item in items[1:]
+        )
+    except Exception as item_error:
+        raise TypeError(
+            f"field {name!r} of {cls.__qualname__}: cannot resolve its annotation {source} "
+            f"({item_error}). EnforcedAnnotationsMixin reads the shape and dtype from it when the "
+            "first instance is constructed: use names defined at module level there."
+        ) from item_error
+
+
+def _spells_annotated(head: ast.expr) -> bool:
+    return (isinstance(head, ast.Name) and head.id == "Annotated") or (
+        isinstance(head, ast.Attribute) and head.attr == "Annotated"
+    )
 
 
 def _class_spec(cls: type) -> _ClassSpec:
@@ -117,28 +183,23 @@ def _class_spec(cls: type) -> _ClassSpec:
     spec = _SPECS.get(cls)
     if spec is not None:
         return spec
-    try:
-        hints = typing.get_type_hints(cls, include_extras=True)
-    except NameError as error:
-        raise TypeError(
-            f"cannot resolve the annotations of {cls.__qualname__} ({error}). "
-            "EnforcedAnnotationsMixin reads shapes and dtypes from them: define the names they "
-            "use at module level."
-        ) from error
     layout = layout_of(cls)
     statics = () if layout is None else layout.statics
     children = tuple(f.name for f in dataclasses.fields(cls) if f.name not in statics)
-    annotated = (_field_spec(cls, name, hints.get(name)) for name in children)
+    annotated = (_field_spec(cls, name, _field_metadata(cls, name)) for name in children)
     spec = _ClassSpec(tuple(s for s in annotated if s is not None), children)
     _SPECS[cls] = spec  # Two threads may both parse; either result is the same.
     return spec
 
 
-def _is_subdtype(dtype: np.dtype[Any], expected: object) -> bool:
+def _is_subdtype(dtype: object, expected: object) -> bool:
+    """`jnp.issubdtype`, cached: unlike NumPy's, it understands PRNG key and bfloat16 dtypes."""
     key = (dtype, expected)
     verdict = _SUBDTYPE.get(key)
     if verdict is None:
-        verdict = _SUBDTYPE[key] = bool(np.issubdtype(dtype, typing.cast(Any, expected)))
+        verdict = _SUBDTYPE[key] = jnp.issubdtype(
+            typing.cast(Any, dtype), typing.cast(Any, expected)
+        )
     return verdict
 
 
@@ -154,11 +215,7 @@ def _check_field(obj: object, spec: _FieldSpec) -> Shape | None:
             return None  # Not an array (None, a nested tree): nothing to check.
         shape = tuple(value_shape)
         dtype = getattr(value, "dtype", None)
-        if (
-            spec.dtype is not None
-            and dtype is not None
-            and not _is_subdtype(np.dtype(dtype), spec.dtype)
-        ):
+        if spec.dtype is not None and dtype is not None and not _is_subdtype(dtype, spec.dtype):
             raise AnnotationMismatchError(
                 f"{where} should have dtype {_dtype_name(spec.dtype)} but has dtype {dtype}."
             )
@@ -175,6 +232,16 @@ def _check_field(obj: object, spec: _FieldSpec) -> Shape | None:
 
 def _dtype_name(dtype: object) -> str:
     return dtype.__name__ if isinstance(dtype, type) else str(dtype)
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` at which our caller's warning points to the first frame outside this
+    package: the user's class statement, even when it reached us through `_dataclass.py`."""
+    frame = sys._getframe(2)  # pyright: ignore[reportPrivateUsage]  # Our caller's caller.
+    level = 2
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_annotations(obj: object) -> Shape | None:
@@ -213,8 +280,9 @@ class EnforcedAnnotationsMixin:
     """Deprecated: check `Annotated[Array, shape, dtype]` fields when an instance is constructed.
 
     `shape` is a tuple of ints with at most one `...` where the batch axes go (no `...`: they
-    lead); `dtype` is a dtype or an abstract one such as `jnp.floating`. Both are optional, in
-    either order. A class that defines its own `__post_init__` must call
+    lead); `dtype` is anything `np.dtype` accepts (`jnp.float32`, `"float32"`, `bool`) or an
+    abstract scalar type such as `jnp.floating`. Both are optional, in either order; other
+    metadata is ignored. A class that defines its own `__post_init__` must call
     `super().__post_init__()`. Use jaxtyping for new code.
     """
 
@@ -226,7 +294,7 @@ class EnforcedAnnotationsMixin:
                 "annotations (with a runtime checker such as beartype) to check shapes and "
                 "dtypes.",
                 DeprecationWarning,
-                stacklevel=2,
+                stacklevel=_user_stacklevel(),
             )
 
     def __post_init__(self) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import warnings
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +16,11 @@ import pytest
 import jax_dataclasses as jdc
 from jax_dataclasses import _enforced_annotations
 from jax_dataclasses._enforced_annotations import AnnotationMismatchError
+
+if TYPE_CHECKING:  # Names that exist only for type checkers: the mixin must not need them.
+    from collections import OrderedDict
+
+    from numpy.typing import NDArray
 
 # -- static_field ---------------------------------------------------------------------------
 
@@ -96,6 +102,21 @@ with warnings.catch_warnings():
     class Features(jdc.EnforcedAnnotationsMixin):
         y: Annotated[jax.Array, (2,), jnp.floating]
 
+    @jdc.pytree_dataclass
+    class TypeCheckingOnly(jdc.EnforcedAnnotationsMixin):
+        x: Annotated[jax.Array, (3,)]
+        table: OrderedDict[str, int] | None = None  # Unresolvable at run time: never checked.
+        # The array type exists only for checkers; the shape and dtype still resolve.
+        host: Annotated[NDArray[Any], (2,), LATER_DTYPE] = None  # type: ignore[assignment]
+
+    @jdc.pytree_dataclass
+    class Key(jdc.EnforcedAnnotationsMixin):
+        key: Annotated[jax.Array, (), jax.dtypes.prng_key]
+        noise: Annotated[jax.Array, (), jnp.floating] = 0.0  # type: ignore[assignment]
+
+
+LATER_DTYPE = jnp.floating  # Defined after the class that uses it: resolved at construction.
+
 
 def points(*batch: int) -> Points:
     return Points(jnp.zeros((*batch, 2)), jnp.ones(batch, dtype=bool))
@@ -119,6 +140,25 @@ def test_defining_a_subclass_warns_once_pointing_to_jaxtyping() -> None:
     assert len([w for w in record if issubclass(w.category, DeprecationWarning)]) == 1
     assert record[0].filename == __file__
     assert Slotted(jnp.ones((4, 1))).get_batch_axes() == (4,)
+
+
+def test_a_decorated_subclass_warns_at_its_class_statement() -> None:
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+
+        @jdc.pytree_dataclass
+        class Base(jdc.EnforcedAnnotationsMixin):
+            x: Annotated[jax.Array, (2,)]
+
+        line = sys._getframe().f_lineno + 3  # pyright: ignore[reportPrivateUsage]
+
+        @jdc.pytree_dataclass
+        class Sub(Base):
+            y: Annotated[jax.Array, (3,)]
+
+    warned = [(w.filename, w.lineno) for w in record if "Sub:" in str(w.message)]
+    assert warned == [(__file__, line)]
+    assert Sub(jnp.zeros((4, 2)), jnp.zeros((4, 3))).get_batch_axes() == (4,)
 
 
 def test_errors_are_assertion_errors_of_a_dedicated_class() -> None:
@@ -202,13 +242,13 @@ def test_a_post_init_calling_super_runs_the_checks() -> None:
 
 def test_annotations_are_parsed_once_per_class(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[type] = []
-    get_type_hints = _enforced_annotations.typing.get_type_hints
+    field_metadata = _enforced_annotations._field_metadata  # pyright: ignore[reportPrivateUsage]
 
-    def counting(cls: type, **kwargs: Any) -> dict[str, Any]:
+    def counting(cls: type, name: str) -> tuple[object, ...]:
         calls.append(cls)
-        return get_type_hints(cls, **kwargs)
+        return field_metadata(cls, name)
 
-    monkeypatch.setattr(_enforced_annotations.typing, "get_type_hints", counting)
+    monkeypatch.setattr(_enforced_annotations, "_field_metadata", counting)
     with pytest.warns(DeprecationWarning):
 
         @jdc.pytree_dataclass
@@ -223,7 +263,6 @@ def test_annotations_are_parsed_once_per_class(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(
     ("annotation", "problem"),
     [
-        ("Annotated[jax.Array, 'a docstring']", "got 'a docstring', which is neither"),
         ("Annotated[jax.Array, (2,), (3,)]", "at most one shape and one dtype"),
         ("Annotated[jax.Array, jnp.float32, jnp.int32]", "at most one shape and one dtype"),
         ("Annotated[jax.Array, (..., 2, ...)]", "more than one `...`"),
@@ -237,6 +276,103 @@ def test_malformed_annotations_raise_type_error(annotation: str, problem: str) -
         bad = jdc.pytree_dataclass(type("Bad", (jdc.EnforcedAnnotationsMixin,), namespace))
     with pytest.raises(TypeError, match=r"field 'v' of Bad: .*" + re.escape(problem)):
         bad(jnp.zeros(2))
+
+
+# -- EnforcedAnnotationsMixin: what 1.x accepted ------------------------------------------------
+
+
+def test_unresolvable_annotations_of_unchecked_fields_are_skipped() -> None:
+    instance = TypeCheckingOnly(jnp.zeros((4, 3)))
+    assert instance.get_batch_axes() == (4,)
+    with raises_mismatch("field 'x' of TypeCheckingOnly", "has shape (2,)"):
+        TypeCheckingOnly(jnp.zeros(2))
+
+
+def test_unresolvable_array_type_with_resolvable_metadata_is_still_checked() -> None:
+    assert TypeCheckingOnly(jnp.zeros((4, 3)), host=np.zeros((4, 2))).get_batch_axes() == (4,)
+    with raises_mismatch("field 'host' of TypeCheckingOnly", "has shape (4, 3)"):
+        TypeCheckingOnly(jnp.zeros((4, 3)), host=np.zeros((4, 3)))
+    with raises_mismatch("field 'host' of TypeCheckingOnly", "dtype floating", "has dtype int"):
+        TypeCheckingOnly(jnp.zeros((4, 3)), host=np.zeros((4, 2), dtype=int))
+
+
+def test_classes_local_to_a_function_may_refer_to_each_other() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+
+        @jdc.pytree_dataclass
+        class Child(jdc.EnforcedAnnotationsMixin):
+            y: Annotated[jax.Array, (2,)]
+
+        @jdc.pytree_dataclass
+        class Parent(jdc.EnforcedAnnotationsMixin):
+            x: Annotated[jax.Array, (3,)]
+            child: Child  # A string naming a local class: not resolvable, not needed.
+            later: Later | None = None
+
+        @jdc.pytree_dataclass
+        class Later:
+            z: Any
+
+    assert Parent(jnp.zeros((4, 3)), Child(jnp.zeros((4, 2)))).get_batch_axes() == (4,)
+    with raises_mismatch("field 'child' of ", "Parent holds a ", "Child with batch axes (5,)"):
+        Parent(jnp.zeros((4, 3)), Child(jnp.zeros((5, 2))))
+
+
+def test_unresolvable_metadata_of_an_annotated_field_is_a_type_error() -> None:
+    size = 3
+    with pytest.warns(DeprecationWarning):
+
+        @jdc.pytree_dataclass
+        class Local(jdc.EnforcedAnnotationsMixin):
+            x: Annotated[jax.Array, (size,)]
+
+    with pytest.raises(TypeError, match=r"field 'x' of .*Local: .*name 'size' is not defined"):
+        Local(jnp.zeros(size))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "accepted", "rejected", "shown"),
+    [
+        ("float32", np.float32, np.int32, "float32"),
+        (np.dtype("int8"), np.int8, np.int16, "int8"),
+        (bool, np.bool_, np.float32, "bool"),
+        (float, np.float64, np.float32, "float64"),  # As in NumPy (and 1.x): float is float64.
+        (jnp.float32, np.float32, np.float16, "float32"),
+        (jnp.bfloat16, jnp.bfloat16, np.float32, "bfloat16"),
+        (np.signedinteger, np.int8, np.uint8, "signedinteger"),
+        (jnp.inexact, np.complex64, np.int32, "inexact"),
+    ],
+)
+def test_dtype_forms_of_1x(dtype: object, accepted: Any, rejected: Any, shown: str) -> None:
+    namespace = {"__annotations__": {"v": Annotated[jax.Array, (2,), dtype]}}
+    with pytest.warns(DeprecationWarning):
+        cls = jdc.pytree_dataclass(type("Typed", (jdc.EnforcedAnnotationsMixin,), namespace))
+    assert cls(np.zeros((5, 2), dtype=accepted)).get_batch_axes() == (5,)
+    with raises_mismatch("field 'v' of Typed", f"dtype {shown} but", f"dtype {np.dtype(rejected)}"):
+        cls(np.zeros(2, dtype=rejected))
+
+
+@pytest.mark.parametrize("extra", ["A docstring.", "doc", 7, None, object(), Any, jax.Array])
+def test_metadata_that_is_neither_shape_nor_dtype_is_ignored(extra: object) -> None:
+    namespace = {"__annotations__": {"v": Annotated[jax.Array, extra, (2,), jnp.floating]}}
+    with pytest.warns(DeprecationWarning):
+        cls = jdc.pytree_dataclass(type("Documented", (jdc.EnforcedAnnotationsMixin,), namespace))
+    assert cls(jnp.zeros((3, 2))).get_batch_axes() == (3,)
+    with raises_mismatch("field 'v' of Documented", "dtype floating", "has dtype int32"):
+        cls(jnp.zeros(2, dtype=int))
+    with raises_mismatch("field 'v' of Documented", "shape (2,)", "has shape (3,)"):
+        cls(jnp.zeros(3))
+
+
+def test_prng_key_arrays() -> None:
+    key = jax.random.key(0)
+    assert Key(key).get_batch_axes() == ()
+    assert Key(jax.random.split(key, 4), jnp.zeros(4)).get_batch_axes() == (4,)
+    with raises_mismatch("field 'noise' of Key", "dtype floating", "has dtype key<fry>"):
+        Key(key, key)
+    with raises_mismatch("field 'key' of Key", "dtype prng_key", "has dtype uint32"):
+        Key(jax.random.PRNGKey(0))  # A legacy uint32 key is not a typed key array.
 
 
 # -- EnforcedAnnotationsMixin: JAX transforms rebuild without checks ----------------------------
