@@ -12,14 +12,13 @@ import dataclasses
 import operator
 from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar, cast
-
-from jax import tree_util
+from typing import Any, TypeVar, cast
 
 from jax_dataclasses._frozen import mutable
 from jax_dataclasses._registry import FLAT_ATTR, Layout, filler_of, layout_of, set_field
 from jax_dataclasses._static_values import check_static_value
-from jax_dataclasses._validate import check_assignment, is_node
+from jax_dataclasses._tree_api import flatten_one_level, is_node, tree_structure
+from jax_dataclasses._validate import check_assignment
 
 T = TypeVar("T")
 
@@ -84,22 +83,6 @@ class _Block:
         set_field(obj, name, value)
 
 
-class _OneLevel(Protocol):
-    """A treedef (jaxlib ships no type information for `PyTreeDef`)."""
-
-    def unflatten(self, leaves: Iterable[Any], /) -> Any: ...
-
-
-_flatten_one_level = cast(
-    "Callable[[object], tuple[Iterable[Any], Any]]",
-    tree_util.default_registry.flatten_one_level,  # pyright: ignore[reportUnknownMemberType]
-)
-_tree_structure = cast(
-    "Callable[[object, Callable[[object], bool]], _OneLevel]",
-    tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
-)
-
-
 class _Dataclass:
     """How to copy instances of one pytree dataclass: read `(children, statics)`, then fill."""
 
@@ -112,7 +95,7 @@ class _Dataclass:
         if layout.cached:  # The flat form the instance keeps (or its class computes).
             self.read = operator.attrgetter(FLAT_ATTR)
         else:  # `slots=True` or fields behind descriptors: the registered flatten (tuples).
-            self.read = cast("Callable[[object], tuple[tuple[Any, ...], Any]]", _flatten_one_level)
+            self.read = cast("Callable[[object], tuple[tuple[Any, ...], Any]]", flatten_one_level)
 
 
 _type_of: Callable[[object], type[object]] = type  # `type`, typed for pyright.
@@ -201,14 +184,14 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
         if kind is _TUPLE:
             items = node
         else:  # Any other registered node: one level of JAX's own flatten, then unflatten.
-            items = _flatten_one_level(node)[0]
+            items = flatten_one_level(node)[0]
             keep_alive.append(items)
         for child in items:
             copied.append(copy(child))
         if kind is _TUPLE:
             result: object = tuple(copied)
         else:
-            result = _tree_structure(node, lambda child: child is not node).unflatten(copied)
+            result = tree_structure(node, lambda child: child is not node).unflatten(copied)
         # A cycle through this node may have copied it already (as in `copy.deepcopy`).
         return memo.setdefault(key, result)
 

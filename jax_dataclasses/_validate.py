@@ -9,11 +9,21 @@ two keeps the leaf's dtype.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Protocol, cast
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from jax import dtypes, tree_util
+from jax import dtypes
+
+from jax_dataclasses._tree_api import (
+    KeyPath,
+    Treedef,
+    is_node,
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_structure,
+)
 
 # JAX canonicalises these to their 32-bit counterparts unless `jax_enable_x64` is set; code
 # runs either way, so the two widths count as the same dtype.
@@ -41,39 +51,6 @@ _FIX = (
 )
 
 
-class _Structure(Hashable, Protocol):
-    """A treedef (jaxlib ships no type information for `PyTreeDef`)."""
-
-    @property
-    def num_nodes(self) -> int: ...
-
-
-_KeyPath = tuple[Any, ...]
-# jaxlib has no stubs: give the functions we use their types.
-_IsLeaf = Callable[[object], bool] | None
-_tree_flatten = cast(
-    "Callable[[object], tuple[list[Any], _Structure]]",
-    tree_util.tree_flatten,  # pyright: ignore[reportUnknownMemberType]
-)
-_tree_structure = cast(
-    "Callable[[object, _IsLeaf], _Structure]",
-    tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
-)
-_flatten_with_path = cast(
-    "Callable[[object, _IsLeaf], tuple[list[tuple[_KeyPath, Any]], _Structure]]",
-    tree_util.tree_flatten_with_path,  # pyright: ignore[reportUnknownMemberType]
-)
-is_node = cast(
-    "Callable[[type], bool]",
-    tree_util.default_registry.is_node,  # pyright: ignore[reportUnknownMemberType]
-)
-"""Whether JAX treats values of this type as pytree nodes (rather than leaves)."""
-_keystr = cast(
-    "Callable[[_KeyPath], str]",
-    tree_util.keystr,  # pyright: ignore[reportUnknownMemberType]
-)
-
-
 class MutationValidationError(AssertionError):
     """An assignment inside `copy_and_mutate(obj, validate=True)` would change a field's tree
     structure, or a leaf's shape or dtype.
@@ -87,8 +64,8 @@ def check_assignment(cls: type, field: str, old: object, new: object) -> None:
     if new is old:
         return
     if is_node(type(old)) or is_node(type(new)):
-        old_leaves, old_structure = _tree_flatten(old)
-        new_leaves, new_structure = _tree_flatten(new)
+        old_leaves, old_structure = tree_flatten(old)
+        new_leaves, new_structure = tree_flatten(new)
         if old_structure != new_structure:
             _raise_structure_error(cls, field, old, new)
     else:  # Two leaves (the common case of replacing one array): no treedefs to build.
@@ -96,7 +73,7 @@ def check_assignment(cls: type, field: str, old: object, new: object) -> None:
     for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
         what = None if old_leaf is new_leaf else _leaf_difference(old_leaf, new_leaf)
         if what is not None:
-            path = _flatten_with_path(old, None)[0][index][0]
+            path = tree_flatten_with_path(old, None)[0][index][0]
             raise MutationValidationError(
                 _message(cls, field, path, what, _describe(old_leaf), _describe(new_leaf))
             )
@@ -176,15 +153,15 @@ def _raise_structure_error(cls: type, field: str, old: object, new: object) -> N
             field,
             path,
             "tree structure",
-            _short(str(_tree_structure(old_part, None))),
-            _short(str(_tree_structure(new_part, None))),
+            _short(str(tree_structure(old_part, None))),
+            _short(str(tree_structure(new_part, None))),
         )
     )
 
 
 def _first_difference(
-    old: object, new: object, path: _KeyPath
-) -> tuple[_KeyPath, object, object] | None:
+    old: object, new: object, path: KeyPath
+) -> tuple[KeyPath, object, object] | None:
     """The key path of the outermost node where `old` and `new` differ, and both nodes there."""
     node = _one_level(old)
     if node != _one_level(new):
@@ -198,12 +175,12 @@ def _first_difference(
     return None
 
 
-def _one_level(tree: object) -> _Structure:
-    return _tree_structure(tree, lambda child: child is not tree)
+def _one_level(tree: object) -> Treedef:
+    return tree_structure(tree, lambda child: child is not tree)
 
 
-def _children(tree: object) -> list[tuple[_KeyPath, Any]]:
-    return _flatten_with_path(tree, lambda child: child is not tree)[0]
+def _children(tree: object) -> list[tuple[KeyPath, Any]]:
+    return tree_flatten_with_path(tree, lambda child: child is not tree)[0]
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -211,7 +188,7 @@ def _short(text: str, limit: int = 300) -> str:
 
 
 def _message(cls: type, field: str, path: Sequence[Any], what: str, old: str, new: str) -> str:
-    key_path = _keystr(tuple(path))
+    key_path = keystr(tuple(path))
     where = (
         f"at key path {key_path} ({cls.__qualname__}.{field}{key_path})"
         if key_path

@@ -1,0 +1,50 @@
+"""Typed views of the JAX tree utilities we call (jaxlib ships no type information for them).
+
+One place for the casts, so the modules that use these functions stay strictly typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Protocol, cast
+
+from jax import tree_util
+
+
+class Treedef(Hashable, Protocol):
+    """A `PyTreeDef`: the parts of its interface we use."""
+
+    @property
+    def num_nodes(self) -> int: ...
+
+    def unflatten(self, leaves: Iterable[Any], /) -> Any: ...
+
+
+KeyPath = tuple[Any, ...]
+IsLeaf = Callable[[object], bool] | None
+
+tree_flatten = cast(
+    "Callable[[object], tuple[list[Any], Treedef]]",
+    tree_util.tree_flatten,  # pyright: ignore[reportUnknownMemberType]
+)
+tree_structure = cast(
+    "Callable[[object, IsLeaf], Treedef]",
+    tree_util.tree_structure,  # pyright: ignore[reportUnknownMemberType]
+)
+tree_flatten_with_path = cast(
+    "Callable[[object, IsLeaf], tuple[list[tuple[KeyPath, Any]], Treedef]]",
+    tree_util.tree_flatten_with_path,  # pyright: ignore[reportUnknownMemberType]
+)
+flatten_one_level = cast(
+    "Callable[[object], tuple[Iterable[Any], Any]]",
+    tree_util.default_registry.flatten_one_level,  # pyright: ignore[reportUnknownMemberType]
+)
+is_node = cast(
+    "Callable[[type], bool]",
+    tree_util.default_registry.is_node,  # pyright: ignore[reportUnknownMemberType]
+)
+"""Whether JAX treats values of this type as pytree nodes (rather than leaves)."""
+keystr = cast(
+    "Callable[[KeyPath], str]",
+    tree_util.keystr,  # pyright: ignore[reportUnknownMemberType]
+)
