@@ -151,9 +151,10 @@ def construct_inherited(
 ) -> None:
     """A generated `__init__` running on an instance of a subclass.
 
-    Sets the fields it knows without replacing what the subclass's own `__init__` may have set
-    already, runs `__post_init__`, and finishes construction unless an `__init__` further out
-    is constructing the object (it finishes when it returns, with all fields set).
+    Sets the fields it knows (other entries of the instance `__dict__`, such as fields the
+    subclass's own `__init__` set already, stay), runs `__post_init__`, and finishes
+    construction unless an `__init__` further out is constructing the object (it finishes
+    when it returns, with all fields set).
     """
     for name, value in values.items():
         object.__setattr__(obj, name, value)

@@ -93,6 +93,8 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
             f"pytree_dataclass decorates classes, got {cls!r}. Write @pytree_dataclass (or "
             "@pytree_dataclass(...)) directly above a class statement."
         )
+    if cls.__dict__.get("__setattr__") is frozen_setattr:
+        raise TypeError(f"{cls.__qualname__} is already a pytree dataclass: decorate it once.")
     for name in ("__setattr__", "__delattr__"):
         if name in cls.__dict__:
             raise TypeError(
@@ -299,32 +301,58 @@ def _add_pickle_support(cls: type, layout: Layout) -> None:
     """`__getstate__`/`__setstate__` that never go through our frozen `__setattr__`.
 
     The pickled state leaves out the flatten cache and `__setstate__` rebuilds it, so an
-    object pickled before a class changed which fields are static cannot come back stale.
+    object pickled before a class changed which fields are static cannot come back stale. A
+    class's own hooks (or a base's) are kept; its `__setstate__` is followed by a refresh.
     """
-    if "__getstate__" in cls.__dict__ or "__setstate__" in cls.__dict__:
-        return
-    if layout.cached:
+    own_getstate = _own_hook(cls, "__getstate__")
+    own_setstate = _own_hook(cls, "__setstate__")
+    if own_setstate is not None:
+
+        def __setstate__(self: object, state: Any) -> None:
+            own_setstate(self, state)
+            refresh(self)
+
+    elif layout.cached:
         set_dict = dict_setter(cls)
 
-        def __getstate__(self: object) -> dict[str, object]:
-            return {k: v for k, v in vars(self).items() if k != FLAT_ATTR}
-
-        def __setstate__(self: object, state: dict[str, object]) -> None:
+        def __setstate__(self: object, state: Any) -> None:
             set_dict(self, dict(state))
             refresh(self)
 
     else:
+
+        def __setstate__(self: object, state: Any) -> None:
+            for name, value in state.items():
+                object.__setattr__(self, name, value)
+
+    if own_getstate is None:
         names = layout.children + layout.statics
 
         def __getstate__(self: object) -> dict[str, object]:
             return {name: getattr(self, name) for name in names}
 
-        def __setstate__(self: object, state: dict[str, object]) -> None:
-            for name, value in state.items():
-                object.__setattr__(self, name, value)
+        cls.__getstate__ = _ours(__getstate__, None)  # type: ignore[method-assign]  # Installing our method on the class.
+    cls.__setstate__ = _ours(__setstate__, own_setstate)  # type: ignore[attr-defined]  # Installing our method on the class.
 
-    cls.__getstate__ = __getstate__  # type: ignore[method-assign,assignment]  # Installing our method on the class.
-    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]  # Installing our method on the class.
+
+_WRAPS = "__jdc_wraps__"
+"""Marks our pickle hooks, with the class's own hook that one wraps (or None)."""
+
+
+def _ours(function: Callable[..., Any], wrapped: Callable[..., Any] | None) -> Callable[..., Any]:
+    setattr(function, _WRAPS, wrapped)
+    return function
+
+
+def _own_hook(cls: type, name: str) -> Callable[..., Any] | None:
+    """The class's (or a base's) own pickle hook, if any: not ours, not `object`'s."""
+    for klass in cls.__mro__[:-1]:
+        hook = klass.__dict__.get(name)
+        if hook is not None:
+            if hasattr(hook, _WRAPS):
+                return cast(Callable[..., Any] | None, getattr(hook, _WRAPS))
+            return cast(Callable[..., Any], hook)
+    return None
 
 
 def _declared_fields(cls: type) -> list[str]:
@@ -357,7 +385,15 @@ def _install_subclass_hook(cls: type) -> None:
 def _adopt(sub: type) -> None:
     if getattr(_decorating, "active", False) or layout_of(sub) is not None or sub in _pending_inits:
         return
-    declared = _declared_fields(sub)
+    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    inherited = {
+        f.name
+        for base in sub.__mro__[1:]
+        if dataclasses.is_dataclass(base)
+        for f in dataclasses.fields(base)
+    }
+    known = set(parent.children + parent.statics)
+    declared = [*_declared_fields(sub), *sorted(inherited - known)]
     if declared:
         _pending_inits[sub] = sub.__dict__.get("__init__")
         message = (
@@ -371,11 +407,13 @@ def _adopt(sub: type) -> None:
 
         sub.__init__ = __init__  # type: ignore[misc]  # Installing our method on the class.
         return
-    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
     register(dataclasses.replace(parent, cls=sub))
-    own_init = sub.__dict__.get("__init__")
-    if own_init is not None:
-        sub.__init__ = _finishing_init(own_init)  # type: ignore[misc]  # Installing our method on the class.
+    # The `__init__` that runs first: the subclass's own, or a plain mixin's. Wrap it, so that
+    # construction is finished once it returns. (A pytree dataclass's `__init__` finishes
+    # itself.)
+    owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
+    if owner is sub or layout_of(owner) is None:
+        sub.__init__ = _finishing_init(owner.__dict__["__init__"])  # type: ignore[misc]  # Installing our method on the class.
 
 
 def _restore_init(cls: type) -> None:

@@ -66,36 +66,58 @@ def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
         _MUTABLE.reset(token)
 
 
-def assign_field(obj: object, name: str, value: object) -> None:
-    """Assignment inside a class's own `__init__`: fields only, since a pytree dataclass has
-    no other state (JAX rebuilds objects from their fields, without `__init__`)."""
-    layout = layout_of(type(obj))
-    if layout is not None and name not in layout.children and name not in layout.statics:
-        raise dataclasses.FrozenInstanceError(
-            f"cannot assign to {name!r} of {type(obj).__qualname__}: it is not a field. A "
-            "pytree dataclass has no state besides its fields (JAX rebuilds objects from them, "
-            "without __init__), so declare it as a field (Static[...] if it is not an array), "
-            "or compute it in a method or property."
-        )
-    object.__setattr__(obj, name, value)
+class _Construction:
+    """Permission for the `__init__` now constructing `obj` to assign its fields.
+
+    It ends with construction (`end_permission`), also for contexts copied meanwhile (a task
+    or callback scheduled from `__init__`): those keep the mapping, not the permission.
+    """
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj: object | None = obj
+
+    def assign(self, obj: object, name: str, value: object) -> None:
+        """Fields only, since a pytree dataclass has no other state (JAX rebuilds objects
+        from their fields, without `__init__`)."""
+        if obj is not self.obj:  # Construction has ended, or the id now names another object.
+            refuse_assignment(obj, name)
+        layout = layout_of(type(obj))
+        if layout is not None and name not in layout.children and name not in layout.statics:
+            raise dataclasses.FrozenInstanceError(
+                f"cannot assign to {name!r} of {type(obj).__qualname__}: it is not a field. A "
+                "pytree dataclass has no state besides its fields (JAX rebuilds objects from "
+                "them, without __init__), so declare it as a field (Static[...] if it is not an "
+                "array), or compute it in a method or property."
+            )
+        object.__setattr__(obj, name, value)
 
 
-def begin_construction(obj: object) -> Token[Mapping[int, Assign] | None]:
+Construction = tuple[_Construction, Token[Mapping[int, Assign] | None]]
+
+
+def begin_construction(obj: object) -> Construction:
     """Let the `__init__` now constructing `obj` assign its fields, until `end_permission`.
 
     Plain functions rather than a context manager: this runs on every construction of a class
     with its own `__init__`.
     """
+    construction = _Construction(obj)
     outer = _MUTABLE.get()
-    key = id(obj)
-    return _MUTABLE.set({key: assign_field} if outer is None else {**outer, key: assign_field})
+    entry = {id(obj): construction.assign}
+    return construction, _MUTABLE.set(entry if outer is None else {**outer, **entry})
 
 
-def end_permission(token: Token[Mapping[int, Assign] | None]) -> None:
+def end_permission(started: Construction) -> None:
+    construction, token = started
+    construction.obj = None
     _MUTABLE.reset(token)
 
 
 def is_constructing(obj: object) -> bool:
     """Whether an `__init__` further out is constructing `obj` (and will finish it)."""
     allowed = _MUTABLE.get()
-    return allowed is not None and allowed.get(id(obj)) is assign_field
+    assign = None if allowed is None else allowed.get(id(obj))
+    owner = getattr(assign, "__self__", None)
+    return isinstance(owner, _Construction) and owner.obj is obj

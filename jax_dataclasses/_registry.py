@@ -190,7 +190,16 @@ def register(layout: Layout) -> None:
 def finish_construction(obj: object) -> None:
     """After a class's own `__init__` or `__post_init__`: check that every field is set and
     every static value is good, and build the flatten cache."""
-    _GENERATED[type(obj)].finish(obj)
+    generated = _GENERATED.get(type(obj))
+    if generated is None:
+        cls = type(obj)
+        raise TypeError(
+            f"{cls.__qualname__} subclasses a pytree dataclass but was never registered as one, "
+            "because a base class's __init_subclass__ does not call "
+            "super().__init_subclass__(). Decorate it with @jdc.pytree_dataclass, or make that "
+            "__init_subclass__ call super()."
+        )
+    generated.finish(obj)
 
 
 def _raise_missing_field(obj: object) -> None:

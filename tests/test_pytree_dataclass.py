@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import dataclasses
 import inspect
@@ -537,3 +538,102 @@ def test_static_inherited_from_a_plain_base_in_the_same_function() -> None:
     )
     built = namespace["build"]()  # type: ignore[operator]
     assert jax.tree_util.tree_leaves(built(3, 1)) == [1]
+
+
+def test_undecorated_subclass_with_a_plain_mixin_init() -> None:
+    class Scaling:
+        def __init__(self, *args: Any, scale: float = 1.0, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            object.__setattr__(self, "w", self.w * scale)  # type: ignore[attr-defined]
+
+    class Scaled(Scaling, Layer):
+        pass
+
+    scaled = Scaled(jnp.ones(1), jnp.zeros(1), scale=3.0)
+    leaves_equal_fields(scaled)
+    assert float(jax.tree_util.tree_leaves(scaled)[0][0]) == 3.0
+
+
+def test_plain_dataclass_base_next_to_a_pytree_base() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        y: float = 0.0
+
+    @jdc.pytree_dataclass
+    class Both(Plain, Layer):
+        pass
+
+    both = Both(jnp.ones(1), jnp.zeros(1), "relu", 2.0)
+    assert jax.tree_util.tree_leaves(both)[-1] == 2.0
+    leaves_equal_fields(both)
+
+    class Undecorated(Plain, Layer):
+        pass
+
+    with pytest.raises(
+        TypeError, match=r"Undecorated subclasses a pytree dataclass and declares fields 'y'"
+    ):
+        Undecorated(jnp.ones(1), jnp.zeros(1))
+
+
+def test_a_base_that_skips_init_subclass_super_gives_a_clear_error() -> None:
+    class Plugin:
+        def __init_subclass__(cls, **kwargs: Any) -> None:  # no super(): adoption never runs
+            pass
+
+    class Unregistered(Plugin, Layer):
+        pass
+
+    with pytest.raises(
+        TypeError, match=r"Unregistered subclasses a pytree dataclass but was never registered"
+    ):
+        Unregistered(jnp.ones(1), jnp.zeros(1))
+
+
+def test_construction_permission_ends_with_construction() -> None:
+    contexts: list[contextvars.Context] = []
+
+    @jdc.pytree_dataclass
+    class Scheduling:
+        x: float
+
+        def __init__(self, x: float) -> None:
+            self.x = x
+            contexts.append(contextvars.copy_context())  # as a task or callback would
+
+    obj = Scheduling(1.0)
+
+    def later() -> None:
+        obj.x = 2.0
+
+    with pytest.raises(dataclasses.FrozenInstanceError, match=r"field 'x' of \S*Scheduling"):
+        contexts[0].run(later)
+    assert obj.x == 1.0 and jax.tree_util.tree_leaves(obj) == [1.0]
+
+
+def test_own_pickle_hooks_are_kept_and_the_cache_rebuilt() -> None:
+    @jdc.pytree_dataclass
+    class Versioned:
+        x: float
+        version: jdc.Static[int] = 1
+
+        def __setstate__(self, state: dict[str, Any]) -> None:  # a migration hook
+            state = dict(state)
+            state.pop("__jdc_flat__", None)
+            object.__setattr__(self, "x", state["x"] * 100)
+            object.__setattr__(self, "version", 2)
+
+    @jdc.pytree_dataclass
+    class Child(Versioned):
+        y: float = 0.0
+
+    for cls in (Versioned, Child):
+        restored = copy.deepcopy(cls(1.0))  # through __reduce_ex__, as pickle
+        assert restored.version == 2 and restored.x == 100.0
+        leaves_equal_fields(restored)
+        assert jax.tree_util.tree_structure(restored) == jax.tree_util.tree_structure(cls(0.0, 2))
+
+
+def test_decorating_twice_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"Layer is already a pytree dataclass"):
+        jdc.pytree_dataclass(Layer)
