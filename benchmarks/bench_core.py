@@ -18,6 +18,8 @@ import jax
 import numpy as np
 
 import jax_dataclasses as jdc
+from jax_dataclasses._registry import dict_setter
+from jax_dataclasses._static_values import OK_TYPES, check_static_value
 
 
 @jdc.pytree_dataclass
@@ -45,6 +47,30 @@ class Reference:
 
 
 jax.tree_util.register_dataclass(Reference, data_fields=["a", "b"], meta_fields=["depth", "name"])
+
+
+@dataclasses.dataclass(init=False, frozen=True)
+class CppNode:
+    """The alternative we measured and rejected: JAX's C++ dataclass node (whose unflatten calls
+    the class) with the cheapest `__init__` that only sets fields and checks static values."""
+
+    a: Any
+    b: Any
+    depth: int
+    name: str
+
+
+def _fields_only_init(self: CppNode, a: Any, b: Any, depth: int, name: str) -> None:
+    if type(depth) not in OK_TYPES:
+        check_static_value(CppNode, "depth", depth)
+    if type(name) not in OK_TYPES:
+        check_static_value(CppNode, "name", name)
+    _set_dict(self, {"a": a, "b": b, "depth": depth, "name": name})
+
+
+_set_dict = dict_setter(CppNode)
+CppNode.__init__ = _fields_only_init  # type: ignore[method-assign]
+jax.tree_util.register_dataclass(CppNode, data_fields=["a", "b"], meta_fields=["depth", "name"])
 
 
 def _flax_class() -> type | None:
@@ -91,7 +117,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 10, 100, 1000])
     args = parser.parse_args()
-    classes: dict[str, type] = {"ours": Ours, "register_dataclass": Reference}
+    classes: dict[str, type] = {
+        "ours": Ours,
+        "register_dataclass": Reference,
+        "C++ node, own init": CppNode,
+    }
     flax_class = _flax_class()
     if flax_class is not None:
         classes["flax.struct"] = flax_class
