@@ -66,11 +66,11 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
     params = init_parameters(cls)
     fields = [f.name for f in dataclasses.fields(cls)]
     namespace: dict[str, Any] = {
-        "__factory": HAS_DEFAULT_FACTORY,
-        "__ok": OK_TYPES,
-        "__check": check_static_value,
-        "__finish": finish_construction,
-        "__setattr": object.__setattr__,
+        "__jdc_factory": HAS_DEFAULT_FACTORY,
+        "__jdc_ok": OK_TYPES,
+        "__jdc_check": check_static_value,
+        "__jdc_finish": finish_construction,
+        "__jdc_setattr": object.__setattr__,
     }
     signature = ["__jdc_self__"]
     body: list[str] = []
@@ -79,12 +79,12 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
         if f.kw_only and "*" not in signature:
             signature.append("*")
         if f.default_factory is not dataclasses.MISSING:
-            namespace[f"__factory_{f.name}"] = f.default_factory
-            signature.append(f"{f.name}=__factory")
-            body.append(f"    if {f.name} is __factory: {f.name} = __factory_{f.name}()")
+            namespace[f"__jdc_factory_{f.name}"] = f.default_factory
+            signature.append(f"{f.name}=__jdc_factory")
+            body.append(f"    if {f.name} is __jdc_factory: {f.name} = __jdc_factory_{f.name}()")
         elif f.default is not dataclasses.MISSING:
-            namespace[f"__default_{f.name}"] = f.default
-            signature.append(f"{f.name}=__default_{f.name}")
+            namespace[f"__jdc_default_{f.name}"] = f.default
+            signature.append(f"{f.name}=__jdc_default_{f.name}")
         else:
             signature.append(f.name)
         if not _is_initvar(f):
@@ -93,12 +93,12 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
         if f.init:
             continue
         if f.default_factory is not dataclasses.MISSING:
-            namespace[f"__factory_{f.name}"] = f.default_factory
-            body.append(f"    {f.name} = __factory_{f.name}()")
+            namespace[f"__jdc_factory_{f.name}"] = f.default_factory
+            body.append(f"    {f.name} = __jdc_factory_{f.name}()")
             assigned.add(f.name)
         elif f.default is not dataclasses.MISSING:
-            namespace[f"__default_{f.name}"] = f.default
-            body.append(f"    {f.name} = __default_{f.name}")
+            namespace[f"__jdc_default_{f.name}"] = f.default
+            body.append(f"    {f.name} = __jdc_default_{f.name}")
             assigned.add(f.name)
     post_init = hasattr(cls, "__post_init__")
     if not post_init and len(assigned) < len(fields):
@@ -111,15 +111,15 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
     stored = [name for name in fields if name in assigned]
     values = "".join(f"{name!r}: {name}, " for name in stored)
     initvars = "".join(f"{f.name}, " for f in params if _is_initvar(f))
-    namespace.update({"__cls": cls, "__type": type, "__inherited": construct_inherited})
+    namespace.update({"__jdc_cls": cls, "__jdc_type": type, "__jdc_inherited": construct_inherited})
     # The exact class takes the fast path. A subclass instance (whose own `__init__` may be
     # running this one through `super().__init__`) takes the general one.
     post_init_args = f"({initvars})" if post_init else "None"
-    body.append("    if __type(__jdc_self__) is not __cls:")
-    body.append(f"        return __inherited(__jdc_self__, {{{values}}}, {post_init_args})")
-    if not post_init:  # Otherwise __finish checks, after __post_init__ may have changed them.
+    body.append("    if __jdc_type(__jdc_self__) is not __jdc_cls:")
+    body.append(f"        return __jdc_inherited(__jdc_self__, {{{values}}}, {post_init_args})")
+    if not post_init:  # Otherwise finish checks, after __post_init__ may have changed them.
         body.extend(
-            f"    if __type({name}) not in __ok: __check(__cls, {name!r}, {name})"
+            f"    if __jdc_type({name}) not in __jdc_ok: __jdc_check(__jdc_cls, {name!r}, {name})"
             for name in layout.statics
         )
     if layout.cached:
@@ -130,15 +130,15 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
             entries += f"{FLAT_ATTR!r}: (({children}), ({statics})), "
         # Nothing can be in the fresh `__dict__` yet. (mypy thinks the two types cannot be equal.)
         if cls.__new__ is object.__new__:  # type: ignore[comparison-overlap]
-            namespace["__set_dict"] = dict_setter(cls)
-            body.append(f"    __set_dict(__jdc_self__, {{{entries}}})")
+            namespace["__jdc_set_dict"] = dict_setter(cls)
+            body.append(f"    __jdc_set_dict(__jdc_self__, {{{entries}}})")
         else:
             body.append(f"    __jdc_self__.__dict__.update({{{entries}}})")
     else:
-        body.extend(f"    __setattr(__jdc_self__, {name!r}, {name})" for name in stored)
+        body.extend(f"    __jdc_setattr(__jdc_self__, {name!r}, {name})" for name in stored)
     if post_init:
         body.append(f"    __jdc_self__.__post_init__({initvars})")
-        body.append("    __finish(__jdc_self__)")
+        body.append("    __jdc_finish(__jdc_self__)")
     source = f"def __init__({', '.join(signature)}):\n" + "\n".join(body or ["    pass"]) + "\n"
     init: Callable[..., None] = compile_function("__init__", source, namespace)
     init.__qualname__ = f"{cls.__qualname__}.__init__"

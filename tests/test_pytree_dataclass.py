@@ -637,3 +637,13 @@ def test_own_pickle_hooks_are_kept_and_the_cache_rebuilt() -> None:
 def test_decorating_twice_is_refused() -> None:
     with pytest.raises(TypeError, match=r"Layer is already a pytree dataclass"):
         jdc.pytree_dataclass(Layer)
+
+
+def test_field_names_like_the_generated_code_internals() -> None:
+    # Only reachable through dynamic class creation: a class body would mangle `__type`.
+    annotations = {"__type": float, "__set_dict": float, "__cls": jdc.Static[int], "__ok": float}
+    namespace = {"__annotations__": annotations, "__cls": 3, "__ok": 0.5}
+    dynamic = jdc.pytree_dataclass(type("Dynamic", (), namespace))
+    obj = dynamic(1.0, 2.0)
+    assert jax.tree_util.tree_leaves(obj) == [1.0, 2.0, 0.5]
+    assert jax.tree_util.tree_structure(obj) != jax.tree_util.tree_structure(dynamic(1.0, 2.0, 4))
