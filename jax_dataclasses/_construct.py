@@ -11,6 +11,7 @@ The signature follows `dataclasses` exactly: the same parameters, order, default
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -143,7 +144,16 @@ def make_init(cls: type, layout: Layout) -> Callable[..., None]:
     init: Callable[..., None] = compile_function("__init__", source, namespace)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {f.name: f.type for f in params} | {"return": None}
+    _GENERATED_INITS.add(init)
     return init
+
+
+_GENERATED_INITS: weakref.WeakSet[Callable[..., None]] = weakref.WeakSet()
+
+
+def is_generated_init(init: object) -> bool:
+    """Whether `init` is an `__init__` that `make_init` built."""
+    return init in _GENERATED_INITS
 
 
 def construct_inherited(

@@ -8,6 +8,7 @@ import inspect
 import re
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, cast
 
@@ -15,7 +16,7 @@ import numpy as np
 from jax import Array
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, is_static_annotation
-from jax_dataclasses._construct import make_init
+from jax_dataclasses._construct import is_generated_init, make_init
 from jax_dataclasses._frozen import (
     begin_construction,
     end_permission,
@@ -104,6 +105,8 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
     if cls in _pending_inits:
         _restore_init(cls)
     user_init = cls.__dict__.get("__init__")
+    if user_init is not None and user_init in _FINISHING:  # Wrapped when adopted.
+        user_init = user_init.__wrapped__
     array_defaults = _wrap_array_defaults(cls)
     explicit_hash = "__hash__" in cls.__dict__ and not (
         cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__
@@ -132,7 +135,7 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
     else:
         # The class's own `__init__`, or (init=False) the one it inherits, which knows only
         # the base's fields: either way, check and cache once it has run.
-        init: Callable[..., None] = next(
+        init: Callable[..., None] = user_init or next(
             k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__
         )
         if init is not object.__init__:
@@ -294,7 +297,12 @@ def _finishing_init(init: Callable[..., None]) -> Callable[..., None]:
             end_permission(token)
         finish_construction(self)
 
+    _FINISHING.add(__init__)
     return __init__
+
+
+_FINISHING: weakref.WeakSet[Callable[..., None]] = weakref.WeakSet()
+"""The `__init__`s `_finishing_init` made."""
 
 
 def _add_pickle_support(cls: type, layout: Layout) -> None:
@@ -407,13 +415,17 @@ def _adopt(sub: type) -> None:
 
         sub.__init__ = __init__  # type: ignore[misc]  # Installing our method on the class.
         return
-    register(dataclasses.replace(parent, cls=sub))
+    layout = dataclasses.replace(parent, cls=sub)
+    register(layout)
     # The `__init__` that runs first: the subclass's own, or a plain mixin's. Wrap it, so that
     # construction is finished once it returns. (A pytree dataclass's `__init__` finishes
     # itself.)
     owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
+    init = owner.__dict__["__init__"]
     if owner is sub or layout_of(owner) is None:
-        sub.__init__ = _finishing_init(owner.__dict__["__init__"])  # type: ignore[misc]  # Installing our method on the class.
+        sub.__init__ = _finishing_init(init)  # type: ignore[misc]  # Installing our method on the class.
+    elif is_generated_init(init):  # The same fields: the subclass's own copy takes the fast path.
+        sub.__init__ = make_init(sub, layout)  # type: ignore[misc]  # Installing our method on the class.
 
 
 def _restore_init(cls: type) -> None:
