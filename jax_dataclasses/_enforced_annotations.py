@@ -16,16 +16,15 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import os
 import sys
 import typing
-import warnings
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
 from jax_dataclasses._registry import layout_of
+from jax_dataclasses._user_warning import warn_at_user
 
 Shape = tuple[int, ...]
 
@@ -59,7 +58,6 @@ class _ClassSpec(NamedTuple):
 _PYTHON_SCALARS = frozenset({bool, int, float, complex})
 _SPECS: dict[type, _ClassSpec] = {}
 _SUBDTYPE: dict[tuple[object, object], bool] = {}
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _parse_dtype(item: object) -> object | None:
@@ -234,16 +232,6 @@ def _dtype_name(dtype: object) -> str:
     return dtype.__name__ if isinstance(dtype, type) else str(dtype)
 
 
-def _user_stacklevel() -> int:
-    """The `stacklevel` at which our caller's warning points to the first frame outside this
-    package: the user's class statement, even when it reached us through `_dataclass.py`."""
-    frame = sys._getframe(2)  # pyright: ignore[reportPrivateUsage]  # Our caller's caller.
-    level = 2
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def check_annotations(obj: object) -> Shape | None:
     """Validate `obj` (and nested mixin instances) against its annotations; return batch axes."""
     spec = _class_spec(type(obj))
@@ -289,12 +277,11 @@ class EnforcedAnnotationsMixin:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "__dataclass_fields__" not in cls.__dict__:  # Not `dataclass(slots=True)`'s copy.
-            warnings.warn(
+            warn_at_user(
                 f"{cls.__qualname__}: jdc.EnforcedAnnotationsMixin is deprecated. Use jaxtyping "
                 "annotations (with a runtime checker such as beartype) to check shapes and "
                 "dtypes.",
                 DeprecationWarning,
-                stacklevel=_user_stacklevel(),
             )
 
     def __post_init__(self) -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import enum
 import threading
 import types
-import warnings
 
 import numpy as np
 from jax import Array
+
+from jax_dataclasses._user_warning import warn_at_user
 
 
 class StaticFieldWarning(UserWarning):
@@ -98,11 +99,10 @@ def check_static_value(cls: type, field: str, value: object) -> None:
     key = (cls, field)
     if key in _warned:
         return
-    warnings.warn(
+    warn_at_user(
         f"{where}: {problem}. Static values are compared by jax.jit's cache; use an immutable, "
         "hashable value (a tuple, a frozen dataclass, a string, a number).",
         StaticFieldWarning,
-        stacklevel=3,
     )
     with _warned_lock:
         _warned.add(key)

@@ -136,3 +136,29 @@ def test_post_init_changes_are_checked() -> None:
 
     with pytest.raises(TypeError, match=r"static field 'shape' of \S*Normalising holds an array"):
         Normalising((1, 2))
+
+
+def test_the_warning_points_at_the_users_line() -> None:
+    @jdc.pytree_dataclass
+    class Generated:
+        a: jdc.Static[Any]
+
+    @jdc.pytree_dataclass
+    class PostInit:
+        a: jdc.Static[Any]
+
+        def __post_init__(self) -> None:
+            pass
+
+    @jdc.pytree_dataclass
+    class OwnInit:
+        a: jdc.Static[Any]
+
+        def __init__(self, a: Any) -> None:
+            self.a = a
+
+    for cls in (Generated, PostInit, OwnInit):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cls([1])
+        assert [w.filename for w in caught] == [__file__], cls

@@ -1,0 +1,28 @@
+"""Warnings that point at the user's line, not at ours.
+
+Our warnings are raised from generated code (`__init__`, finish) or through several of our
+frames (decoration, `__init_subclass__`), so a fixed `stacklevel` would often name a line of
+this package, where the user cannot act on it and `warnings` filters by module cannot match.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_GENERATED = "<jax_dataclasses "  # The file name `compile_function` gives generated code.
+
+
+def _ours(filename: str) -> bool:
+    return filename.startswith((_PACKAGE_DIR, _GENERATED))
+
+
+def warn_at_user(message: str, category: type[Warning]) -> None:
+    """`warnings.warn(message, category)` attributed to the first frame outside this package."""
+    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]  # Our caller.
+    level = 1
+    while frame.f_back is not None and _ours(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)
