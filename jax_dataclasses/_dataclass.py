@@ -142,8 +142,6 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
             cls.__init__ = _finishing_init(init)  # type: ignore[misc]  # Installing our method on the class.
     cls.__setattr__ = frozen_setattr  # type: ignore[method-assign,assignment]  # Installing our method on the class.
     cls.__delattr__ = frozen_delattr  # type: ignore[method-assign,assignment]  # Installing our method on the class.
-    if layout.cached:
-        setattr(cls, FLAT_ATTR, _FlatFallback(layout))
     _add_pickle_support(cls, layout)
     _install_subclass_hook(cls)
     adopted = layout_of(cls)
@@ -256,26 +254,6 @@ def _unwrap_array_defaults(cls: type, wrapped: dict[str, object]) -> None:
         cls.__dataclass_fields__[name].default = array  # type: ignore[attr-defined]  # cls is a dataclass now.
         if isinstance(cls.__dict__.get(name), _SharedArrayDefault):
             setattr(cls, name, array)
-
-
-class _FlatFallback:
-    """Class-level `FLAT_ATTR`: flattens instances that have no cache in their `__dict__`.
-
-    Instances built without our `__init__` (`object.__new__` plus `object.__setattr__`, a
-    class with `init=False`) are still flattened correctly, just without the fast path.
-    """
-
-    def __init__(self, layout: Layout) -> None:
-        self.children = layout.children
-        self.statics = layout.statics
-
-    def __get__(self, obj: object, owner: type | None = None) -> object:
-        if obj is None:
-            return self
-        return (
-            tuple(getattr(obj, name) for name in self.children),
-            tuple(getattr(obj, name) for name in self.statics),
-        )
 
 
 def _finishing_init(init: Callable[..., None]) -> Callable[..., None]:

@@ -71,7 +71,7 @@ def _tuple_source(items: Iterable[str]) -> str:
 
 
 def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
-    """Generate flatten, flatten-with-keys, unflatten, fill and refresh for one layout.
+    """Generate flatten, flatten-with-keys, unflatten, fill, refresh and finish for a layout.
 
     Generated locals are dunder-prefixed so that no field name can shadow them.
     """
@@ -108,16 +108,18 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
             namespace,
         ),
     }
+    flat = compile_function(
+        "flat", f"def flat(__o):\n    return ({children}, {statics})\n", namespace
+    )
     if layout.cached:
         functions["flatten"] = operator.attrgetter(FLAT_ATTR)
+        functions["flat_fallback"] = flat
         entries = "".join(f"{name!r}: {local[name]}, " for name in fields)
         store = f"    __set_dict(__o, {{{entries}__flat: (__children, __statics)}})\n"
         refresh = f"    __o.__dict__[__flat] = ({children}, {statics})\n"
         keep = "    __o.__dict__[__flat] = (__children, __statics)\n"
     else:
-        functions["flatten"] = compile_function(
-            "flatten", f"def flatten(__o):\n    return ({children}, {statics})\n", namespace
-        )
+        functions["flatten"] = flat
         store = "".join(f"    __setattr(__o, {name!r}, {local[name]})\n" for name in fields)
         refresh = "    pass\n"
         keep = ""
@@ -146,6 +148,21 @@ def _make_functions(layout: Layout) -> dict[str, Callable[..., Any]]:
     )
     functions["refresh"] = compile_function("refresh", f"def refresh(__o):\n{refresh}", namespace)
     return functions
+
+
+class _FlatFallback:
+    """Class-level `FLAT_ATTR` of cached classes: the flat form of an instance without one.
+
+    A non-data descriptor, so the instance's own cache wins. Instances built without our
+    `__init__` (`object.__new__` plus `object.__setattr__`, an `init=False` class) are still
+    flattened correctly, just without the fast path.
+    """
+
+    def __init__(self, flat: Callable[[Any], object]) -> None:
+        self.flat = flat
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return self if obj is None else self.flat(obj)
 
 
 class _Generated(NamedTuple):
@@ -179,6 +196,8 @@ def register(layout: Layout) -> None:
         functions["unflatten"],
         functions["flatten"],
     )
+    if layout.cached:
+        setattr(layout.cls, FLAT_ATTR, _FlatFallback(functions["flat_fallback"]))
     _LAYOUTS[layout.cls] = layout
     _GENERATED[layout.cls] = _Generated(
         functions["refresh"], functions["fill"], functions["finish"]
