@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
-from jax_dataclasses._frozen import mutable
+from jax_dataclasses._frozen import mutable, refuse_non_field
 from jax_dataclasses._registry import FLAT_ATTR, Layout, filler_of, layout_of, set_field
 from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._tree_api import flatten_one_level, is_node, tree_structure
@@ -75,11 +75,7 @@ class _Block:
             if self.validate:
                 check_static_value(cls, name, value)
         else:
-            raise dataclasses.FrozenInstanceError(
-                f"cannot assign to {name!r} of {cls.__qualname__}: it is not a field. Inside "
-                "copy_and_mutate only fields can be assigned, because a pytree dataclass has no "
-                "other state (flatten and unflatten would drop it)."
-            )
+            refuse_non_field(obj, name)
         set_field(obj, name, value)
 
 

@@ -40,6 +40,15 @@ def refuse_assignment(obj: object, name: str) -> NoReturn:
     )
 
 
+def refuse_non_field(obj: object, name: str) -> NoReturn:
+    raise dataclasses.FrozenInstanceError(
+        f"cannot assign to {name!r} of {type(obj).__qualname__}: it is not a field. A pytree "
+        "dataclass has no state besides its fields (JAX rebuilds objects from them, without "
+        "__init__), so declare it as a field (Static[...] if it is not an array), or compute "
+        "it in a method or property."
+    )
+
+
 def frozen_delattr(self: object, name: str) -> None:
     """`__delattr__` of every pytree dataclass: always refused (a field cannot go missing)."""
     raise dataclasses.FrozenInstanceError(
@@ -85,12 +94,7 @@ class _Construction:
             refuse_assignment(obj, name)
         layout = layout_of(type(obj))
         if layout is not None and name not in layout.children and name not in layout.statics:
-            raise dataclasses.FrozenInstanceError(
-                f"cannot assign to {name!r} of {type(obj).__qualname__}: it is not a field. A "
-                "pytree dataclass has no state besides its fields (JAX rebuilds objects from "
-                "them, without __init__), so declare it as a field (Static[...] if it is not an "
-                "array), or compute it in a method or property."
-            )
+            refuse_non_field(obj, name)
         object.__setattr__(obj, name, value)
 
 
