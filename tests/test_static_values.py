@@ -66,7 +66,9 @@ def test_good_static_values_pass_silently(value: object) -> None:
     assert holder.meta is value
 
 
-@pytest.mark.parametrize("value", [jnp.ones(2), np.ones(2), (1, jnp.zeros(())), [jnp.zeros(1)][0]])
+@pytest.mark.parametrize(
+    "value", [jnp.ones(2), np.ones(2), (1, jnp.zeros(())), (("nested", (np.zeros(1),)),)]
+)
 def test_arrays_in_static_fields_are_refused(value: object) -> None:
     with pytest.raises(TypeError, match=r"static field 'meta' of Holder holds an array") as info:
         Holder(1.0, value)
