@@ -2,15 +2,23 @@
 
 Each node has two array children and two static fields; a model is a list of N nodes. Every
 variant is timed in interleaved rounds and we report the median per node (construction: per
-object), plus the ratio ours / reference. Run: `.venv/bin/python benchmarks/bench_core.py`.
+object), plus the ratio ours / reference. Two of our classes are measured: a plain one (which
+gets JAX's C++ dataclass node) and one with a `__post_init__` (which gets the generated Python
+node, since unflatten must not run `__post_init__`). Memory is the traced allocation per
+instance. Only public API is used, so the script also measures other versions of the package
+(`PYTHONPATH=<checkout> python benchmarks/bench_core.py`).
+
+Run: `.venv/bin/python benchmarks/bench_core.py`.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import statistics
 import timeit
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +26,6 @@ import jax
 import numpy as np
 
 import jax_dataclasses as jdc
-from jax_dataclasses._registry import dict_setter
-from jax_dataclasses._static_values import OK_TYPES, check_static_value
 
 
 @jdc.pytree_dataclass
@@ -28,6 +34,17 @@ class Ours:
     b: Any
     depth: jdc.Static[int]
     name: jdc.Static[str]
+
+
+@jdc.pytree_dataclass
+class OursPostInit:
+    a: Any
+    b: Any
+    depth: jdc.Static[int]
+    name: jdc.Static[str]
+
+    def __post_init__(self) -> None:
+        pass
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,30 +64,6 @@ class Reference:
 
 
 jax.tree_util.register_dataclass(Reference, data_fields=["a", "b"], meta_fields=["depth", "name"])
-
-
-@dataclasses.dataclass(init=False, frozen=True)
-class CppNode:
-    """The alternative we measured and rejected: JAX's C++ dataclass node (whose unflatten calls
-    the class) with the cheapest `__init__` that only sets fields and checks static values."""
-
-    a: Any
-    b: Any
-    depth: int
-    name: str
-
-
-def _fields_only_init(self: CppNode, a: Any, b: Any, depth: int, name: str) -> None:
-    if type(depth) not in OK_TYPES:
-        check_static_value(CppNode, "depth", depth)
-    if type(name) not in OK_TYPES:
-        check_static_value(CppNode, "name", name)
-    _set_dict(self, {"a": a, "b": b, "depth": depth, "name": name})
-
-
-_set_dict = dict_setter(CppNode)
-CppNode.__init__ = _fields_only_init  # type: ignore[method-assign]
-jax.tree_util.register_dataclass(CppNode, data_fields=["a", "b"], meta_fields=["depth", "name"])
 
 
 def _flax_class() -> type | None:
@@ -105,11 +98,29 @@ def _tree_ops(cls: type, n: int) -> dict[str, Callable[[], object]]:
     leaves, treedef = jax.tree_util.tree_flatten(model)
     apply = jax.jit(lambda m: m[0].a)
     apply(model)  # compile
+
+    def round_trip() -> object:
+        flat, structure = jax.tree_util.tree_flatten(model)
+        return jax.tree_util.tree_unflatten(structure, flat)
+
     return {
         "flatten": lambda: jax.tree_util.tree_flatten(model),
         "unflatten": lambda: jax.tree_util.tree_unflatten(treedef, leaves),
+        "round trip": round_trip,
         "jit dispatch": lambda: apply(model),
     }
+
+
+def _bytes_per_instance(make: Callable[[], object], count: int = 20_000) -> float:
+    make()
+    gc.collect()
+    tracemalloc.start()
+    objects = [make() for _ in range(count)]
+    size = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del objects
+    list_bytes = 56 + 8 * count  # The list holding them (approximately).
+    return (size - list_bytes) / count
 
 
 def main() -> None:
@@ -119,26 +130,28 @@ def main() -> None:
     args = parser.parse_args()
     classes: dict[str, type] = {
         "ours": Ours,
+        "ours, __post_init__": OursPostInit,
         "register_dataclass": Reference,
-        "C++ node, own init": CppNode,
     }
     flax_class = _flax_class()
     if flax_class is not None:
         classes["flax.struct"] = flax_class
     print(f"jax {jax.__version__}; median of {args.rounds} interleaved rounds; ns per node")
-    header = f"| {'operation':<13}| {'nodes':>5} | " + " | ".join(f"{c:>18}" for c in classes)
-    print(header + " | ours / register_dataclass |")
-    print("|" + "---|" * (len(classes) + 3))
+    header = f"| {'operation':<13}| {'nodes':>5} | " + " | ".join(f"{c:>19}" for c in classes)
+    print(header + " | ours / ref | ours, __post_init__ / ref |")
+    print("|" + "---|" * (len(classes) + 4))
     for n in args.sizes:
         ops = {name: _tree_ops(cls, n) for name, cls in classes.items()}
         number = max(1, 20_000 // n)
-        for op in ("flatten", "unflatten", "jit dispatch"):
+        for op in ("flatten", "unflatten", "round trip", "jit dispatch"):
             variants = {name: ops[name][op] for name in classes}
             times = _median_ns(variants, number, args.rounds)
             per_node = {name: t / n for name, t in times.items()}
-            cells = " | ".join(f"{per_node[c]:>18.0f}" for c in classes)
-            ratio = times["ours"] / times["register_dataclass"]
-            print(f"| {op:<13}| {n:>5} | {cells} | {ratio:>25.2f}x |")
+            cells = " | ".join(f"{per_node[c]:>19.0f}" for c in classes)
+            reference = times["register_dataclass"]
+            ratio = times["ours"] / reference
+            post_init_ratio = times["ours, __post_init__"] / reference
+            print(f"| {op:<13}| {n:>5} | {cells} | {ratio:>9.2f}x | {post_init_ratio:>23.2f}x |")
     leaf = np.ones(3, np.float32)
     build = {
         "ours": lambda: Ours(leaf, leaf, 1, "node"),
@@ -149,6 +162,12 @@ def main() -> None:
         f"\nconstruction: ours {times['ours']:.0f} ns, plain frozen dataclass "
         f"{times['plain frozen dataclass']:.0f} ns, "
         f"ratio {times['ours'] / times['plain frozen dataclass']:.2f}x"
+    )
+    memory = {name: _bytes_per_instance(make) for name, make in build.items()}
+    print(
+        f"memory per instance: ours {memory['ours']:.0f} B, plain frozen dataclass "
+        f"{memory['plain frozen dataclass']:.0f} B, "
+        f"ratio {memory['ours'] / memory['plain frozen dataclass']:.2f}x"
     )
 
 

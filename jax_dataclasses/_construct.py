@@ -1,28 +1,24 @@
-"""Generated `__init__` for pytree dataclasses.
+"""Construction: the generated `__init__`, and the wrapper around a class's own `__init__`.
 
-We write our own `__init__` instead of the standard library's because instances are frozen
-through our `__setattr__` (which the standard non-frozen `__init__` would call), and because
-one `__dict__` write that also stores the flatten cache is faster than the standard frozen
-`__init__`'s `object.__setattr__` per field, which pays for the static-value checks.
-The signature follows `dataclasses` exactly: the same parameters, order, defaults,
-`kw_only` handling, `InitVar`s and `__post_init__` call.
+The generated `__init__` has the signature `dataclasses` would give (the same parameters,
+order, defaults, `kw_only` handling, `InitVar`s and `__post_init__` call). It sets each field
+with `object.__setattr__`, as a frozen dataclass does, and checks static values as it goes.
+A class's own `__init__` runs with permission to assign its fields (`self.x = ...`); once it
+returns, every field must be set and every static value is checked.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import weakref
+import functools
+import inspect
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
-from jax_dataclasses._frozen import is_constructing
-from jax_dataclasses._registry import (
-    FLAT_ATTR,
-    Layout,
-    compile_function,
-    dict_setter,
-    finish_construction,
-)
+from jax_dataclasses._codegen import make_function
+from jax_dataclasses._frozen import begin_construction, end_construction, is_constructing
+from jax_dataclasses._registry import layout_of
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
 
 
@@ -31,28 +27,27 @@ class _FactorySentinel:
         return "<factory>"
 
 
-HAS_DEFAULT_FACTORY = _FactorySentinel()
+_HAS_DEFAULT_FACTORY = _FactorySentinel()
 
 
-def _is_initvar(f: dataclasses.Field[Any]) -> bool:
+def is_initvar(f: dataclasses.Field[Any]) -> bool:
     return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)
+
+
+def _has_default(f: dataclasses.Field[Any]) -> bool:
+    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
 
 
 def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     """Fields and InitVars that `__init__` takes, in the order `dataclasses` uses."""
     all_fields: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
     params = [
-        f
-        for f in all_fields.values()
-        if f.init and (f in dataclasses.fields(cls) or _is_initvar(f))
+        f for f in all_fields.values() if f.init and (f in dataclasses.fields(cls) or is_initvar(f))
     ]
     positional = [f for f in params if not f.kw_only]
     seen_default = None
     for f in positional:
-        has_default = (
-            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        )
-        if has_default:
+        if _has_default(f):
             seen_default = f
         elif seen_default is not None:
             raise TypeError(
@@ -62,113 +57,173 @@ def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     return positional + [f for f in params if f.kw_only]
 
 
-def make_init(cls: type, layout: Layout) -> Callable[..., None]:
-    """Build `cls.__init__`: set every field, check static values, call `__post_init__`."""
+def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
+    """Generate `cls.__init__`: set every field, check static values, call `__post_init__`."""
     params = init_parameters(cls)
-    fields = [f.name for f in dataclasses.fields(cls)]
-    namespace: dict[str, Any] = {
-        "__jdc_factory": HAS_DEFAULT_FACTORY,
+    fields = dataclasses.fields(cls)
+    post_init = hasattr(cls, "__post_init__")
+    names = {f.name for f in params}
+    this = "__dataclass_self__" if "self" in names else "self"
+    helpers: dict[str, object] = {
+        "__jdc_setattr": object.__setattr__,
+        "__jdc_type": type,
+        "__jdc_cls": cls,
+        "__jdc_registered": check_registered,
+        "__jdc_factory": _HAS_DEFAULT_FACTORY,
         "__jdc_ok": OK_TYPES,
         "__jdc_check": check_static_value,
-        "__jdc_finish": finish_construction,
-        "__jdc_setattr": object.__setattr__,
+        "__jdc_check_fields": check_fields,
     }
-    signature = ["__jdc_self__"]
-    body: list[str] = []
-    assigned: set[str] = set()  # Fields that hold a value in the generated body.
+    signature = [this]
+    body = [f"if __jdc_type({this}) is not __jdc_cls: __jdc_registered({this})"]
     for f in params:
         if f.kw_only and "*" not in signature:
             signature.append("*")
+        default = f"__jdc_dflt_{f.name}"
         if f.default_factory is not dataclasses.MISSING:
-            namespace[f"__jdc_factory_{f.name}"] = f.default_factory
+            helpers[default] = f.default_factory
             signature.append(f"{f.name}=__jdc_factory")
-            body.append(f"    if {f.name} is __jdc_factory: {f.name} = __jdc_factory_{f.name}()")
+            body.append(f"if {f.name} is __jdc_factory: {f.name} = {default}()")
         elif f.default is not dataclasses.MISSING:
-            namespace[f"__jdc_default_{f.name}"] = f.default
-            signature.append(f"{f.name}=__jdc_default_{f.name}")
+            helpers[default] = f.default
+            signature.append(f"{f.name}={default}")
         else:
             signature.append(f.name)
-        if not _is_initvar(f):
-            assigned.add(f.name)
-    for f in dataclasses.fields(cls):
+    stored = [f.name for f in fields if f.init]
+    for f in fields:
+        default = f"__jdc_dflt_{f.name}"
         if f.init:
             continue
         if f.default_factory is not dataclasses.MISSING:
-            namespace[f"__jdc_factory_{f.name}"] = f.default_factory
-            body.append(f"    {f.name} = __jdc_factory_{f.name}()")
-            assigned.add(f.name)
+            helpers[default] = f.default_factory
+            body.append(f"{f.name} = {default}()")
         elif f.default is not dataclasses.MISSING:
-            namespace[f"__jdc_default_{f.name}"] = f.default
-            body.append(f"    {f.name} = __jdc_default_{f.name}")
-            assigned.add(f.name)
-    post_init = hasattr(cls, "__post_init__")
-    if not post_init and len(assigned) < len(fields):
-        missing = next(name for name in fields if name not in assigned)
-        raise TypeError(
-            f"field {missing!r} of {cls.__qualname__} has init=False and no default, and no "
-            "__post_init__ sets it: every field is part of the pytree. Give it a default, or set "
-            f"it in __post_init__ with object.__setattr__(self, {missing!r}, value)."
-        )
-    stored = [name for name in fields if name in assigned]
-    values = "".join(f"{name!r}: {name}, " for name in stored)
-    initvars = "".join(f"{f.name}, " for f in params if _is_initvar(f))
-    namespace.update({"__jdc_cls": cls, "__jdc_type": type, "__jdc_inherited": construct_inherited})
-    # The exact class takes the fast path. A subclass instance (whose own `__init__` may be
-    # running this one through `super().__init__`) takes the general one.
-    post_init_args = f"({initvars})" if post_init else "None"
-    body.append("    if __jdc_type(__jdc_self__) is not __jdc_cls:")
-    body.append(f"        return __jdc_inherited(__jdc_self__, {{{values}}}, {post_init_args})")
-    if not post_init:  # Otherwise finish checks, after __post_init__ may have changed them.
-        body.extend(
-            f"    if __jdc_type({name}) not in __jdc_ok: __jdc_check(__jdc_cls, {name!r}, {name})"
-            for name in layout.statics
-        )
-    if layout.cached:
-        entries = values
-        if not post_init:
-            children = "".join(f"{name}, " for name in layout.children)
-            statics = "".join(f"{name}, " for name in layout.statics)
-            entries += f"{FLAT_ATTR!r}: (({children}), ({statics})), "
-        # Nothing can be in the fresh `__dict__` yet. (mypy thinks the two types cannot be equal.)
-        if cls.__new__ is object.__new__:  # type: ignore[comparison-overlap]
-            namespace["__jdc_set_dict"] = dict_setter(cls)
-            body.append(f"    __jdc_set_dict(__jdc_self__, {{{entries}}})")
+            helpers[default] = f.default
+            body.append(f"{f.name} = {default}")
+        elif not post_init:
+            raise TypeError(
+                f"field {f.name!r} of {cls.__qualname__} has init=False and no default, and no "
+                "__post_init__ sets it: every field is part of the pytree. Give it a default, or "
+                f"set it in __post_init__ with object.__setattr__(self, {f.name!r}, value)."
+            )
         else:
-            body.append(f"    __jdc_self__.__dict__.update({{{entries}}})")
-    else:
-        body.extend(f"    __jdc_setattr(__jdc_self__, {name!r}, {name})" for name in stored)
+            continue
+        stored.append(f.name)
+    if not post_init:  # Otherwise after `__post_init__`, which may still change them.
+        body.extend(
+            f"if __jdc_type({name}) not in __jdc_ok: __jdc_check(__jdc_type({this}), {name!r}, {name})"
+            for name in statics
+        )
+    body.extend(f"__jdc_setattr({this}, {name!r}, {name})" for name in stored)
     if post_init:
-        body.append(f"    __jdc_self__.__post_init__({initvars})")
-        body.append("    __jdc_finish(__jdc_self__)")
-    source = f"def __init__({', '.join(signature)}):\n" + "\n".join(body or ["    pass"]) + "\n"
-    init: Callable[..., None] = compile_function("__init__", source, namespace)
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__annotations__ = {f.name: f.type for f in params} | {"return": None}
-    _GENERATED_INITS.add(init)
-    return init
+        initvars = ", ".join(f.name for f in params if is_initvar(f))
+        body.append(f"{this}.__post_init__({initvars})")
+        body.append(f"__jdc_check_fields({this})")
+    annotations = {f.name: f.type for f in params} | {"return": None}
+    return make_function(cls, "__init__", signature, body, helpers, annotations)
 
 
-_GENERATED_INITS: weakref.WeakSet[Callable[..., None]] = weakref.WeakSet()
+def wrap_own_init(init: Callable[..., None]) -> Callable[..., None]:
+    """`init` (a class's own, or an inherited one that does not know every field), run with
+    permission to assign fields, then checked: every field set, every static value good.
 
-
-def is_generated_init(init: object) -> bool:
-    """Whether `init` is an `__init__` that `make_init` built."""
-    return init in _GENERATED_INITS
-
-
-def construct_inherited(
-    obj: object, values: dict[str, object], post_init_args: tuple[object, ...] | None
-) -> None:
-    """A generated `__init__` running on an instance of a subclass.
-
-    Sets the fields it knows (other entries of the instance `__dict__`, such as fields the
-    subclass's own `__init__` set already, stay), runs `__post_init__`, and finishes
-    construction unless an `__init__` further out is constructing the object (it finishes
-    when it returns, with all fields set).
+    Called through `super().__init__` from another own `__init__`, it only runs `init`: the
+    outermost `__init__` checks, once every field is set.
     """
-    for name, value in values.items():
-        object.__setattr__(obj, name, value)
-    if post_init_args is not None:
-        obj.__post_init__(*post_init_args)  # type: ignore[attr-defined]  # present when passed
-    if not is_constructing(obj):
-        finish_construction(obj)
+
+    @functools.wraps(init)
+    def __init__(self: object, *args: Any, **kwargs: Any) -> None:
+        started = begin_construction(self)
+        if started is None:
+            init(self, *args, **kwargs)
+            return
+        try:
+            check_registered(self)
+            init(self, *args, **kwargs)
+        finally:
+            end_construction(started)
+        check_fields(self)
+
+    return __init__
+
+
+def check_fields(obj: object) -> None:
+    """After an own `__init__` or `__post_init__`: every field is set, static values are good.
+
+    Nothing to do yet while an own `__init__` further out constructs `obj`: it checks last."""
+    if is_constructing(obj):
+        return
+    cls = type(obj)
+    layout = layout_of(cls)
+    if layout is None:
+        raise_unregistered(cls)
+    for name in layout.fields:
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            raise TypeError(
+                f"{cls.__qualname__}.__init__ did not set field {name!r}. Every field is part "
+                "of the pytree: give it a default, or set it in __init__ or __post_init__."
+            ) from None
+        if name in layout.statics and type(value) not in OK_TYPES:
+            check_static_value(cls, name, value)
+
+
+def refuse_undecorated(self: object, *args: object, **kwargs: object) -> None:
+    """`__init__` of an undecorated subclass that adds fields: they would not be in the pytree."""
+    raise_unregistered(type(self))
+
+
+def check_registered(obj: object) -> None:
+    """An inherited `__init__` is constructing `obj`: its class must be a registered pytree."""
+    cls = type(obj)
+    if layout_of(cls) is None:
+        raise_unregistered(cls)
+
+
+def raise_unregistered(cls: type) -> NoReturn:
+    """Explain why subclass `cls` of a pytree dataclass is not a pytree itself."""
+    declared = new_fields(cls)
+    if declared:
+        raise TypeError(
+            f"{cls.__qualname__} subclasses a pytree dataclass and declares fields "
+            f"{', '.join(map(repr, declared))} but is not decorated. Add @jdc.pytree_dataclass "
+            f"above `class {cls.__name__}` so the new fields become part of the pytree."
+        )
+    raise TypeError(
+        f"{cls.__qualname__} subclasses a pytree dataclass but was never registered as one, "
+        "because a base class's __init_subclass__ does not call super().__init_subclass__(). "
+        "Decorate it with @jdc.pytree_dataclass, or make that __init_subclass__ call super()."
+    )
+
+
+_CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
+
+
+def new_fields(sub: type) -> list[str]:
+    """Fields an undecorated subclass of a pytree dataclass adds to those of its pytree base:
+    its own annotations (not `ClassVar`s, not re-annotated inherited fields) and fields of
+    plain dataclass bases. Only `@pytree_dataclass` can make those part of the pytree."""
+    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    known = set(parent.fields)
+    inherited = {
+        f.name
+        for base in sub.__mro__[1:]
+        if dataclasses.is_dataclass(base)
+        for f in dataclasses.fields(base)
+    }
+    declared = [name for name in _annotated_names(sub) if name not in known | inherited]
+    return declared + sorted(inherited - known)
+
+
+def _annotated_names(cls: type) -> list[str]:
+    """Annotated names a class body declares itself, other than `ClassVar`s."""
+    names: list[str] = []
+    for name, annotation in inspect.get_annotations(cls).items():
+        if isinstance(annotation, str):
+            if _CLASSVAR_SOURCE.match(annotation):
+                continue
+        elif annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
+            continue
+        names.append(name)
+    return names

@@ -1,4 +1,4 @@
-"""`copy_and_mutate`: edit a structural copy of a pytree in place (DESIGN.md §4).
+"""`copy_and_mutate`: edit a structural copy of a pytree in place (docs/design.md §8).
 
 The copy has new dataclass objects and new containers and shares the leaves (and static
 values) with the original. Permission to assign to the new dataclass objects is granted through
@@ -9,13 +9,12 @@ task, and only until the block ends.
 from __future__ import annotations
 
 import dataclasses
-import operator
 from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from jax_dataclasses._frozen import mutable, refuse_non_field
-from jax_dataclasses._registry import FLAT_ATTR, Layout, filler_of, layout_of, set_field
+from jax_dataclasses._registry import Fill, Flatten, Layout, layout_of
 from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._tree_api import flatten_one_level, is_node, tree_structure
 from jax_dataclasses._validate import check_assignment
@@ -76,7 +75,7 @@ class _Block:
                 check_static_value(cls, name, value)
         else:
             refuse_non_field(obj, name)
-        set_field(obj, name, value)
+        object.__setattr__(obj, name, value)
 
 
 class _Dataclass:
@@ -86,12 +85,8 @@ class _Dataclass:
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        self.fill = filler_of(layout.cls)
-        self.read: Callable[[object], tuple[tuple[Any, ...], Any]]
-        if layout.cached:  # The flat form the instance keeps (or its class computes).
-            self.read = operator.attrgetter(FLAT_ATTR)
-        else:  # `slots=True` or fields behind descriptors: the registered flatten (tuples).
-            self.read = cast("Callable[[object], tuple[tuple[Any, ...], Any]]", flatten_one_level)
+        self.read: Flatten = layout.flatten
+        self.fill: Fill = layout.fill
 
 
 _type_of: Callable[[object], type[object]] = type  # `type`, typed for pyright.

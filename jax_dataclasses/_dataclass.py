@@ -1,45 +1,36 @@
-"""`pytree_dataclass`: a frozen standard-library dataclass registered as a JAX pytree node."""
+"""`pytree_dataclass`: a frozen standard-library dataclass registered as a JAX pytree node.
+
+`_process_class` reads top to bottom, like CPython's `dataclasses._process_class`: check the
+class, let `dataclasses` collect its fields, decide which are static, generate the methods,
+install them in one place, register the class with JAX. Undecorated subclasses go through
+`_adopt` (from the `__init_subclass__` we install), which reuses the same steps.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
-import re
 import sys
-import threading
-import weakref
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, cast
+from collections.abc import Mapping
+from typing import Any, cast
 
 import numpy as np
 from jax import Array
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, is_static_annotation
-from jax_dataclasses._construct import is_generated_init, make_init
-from jax_dataclasses._frozen import (
-    begin_construction,
-    end_permission,
-    frozen_delattr,
-    frozen_setattr,
-    is_constructing,
+from jax_dataclasses._construct import (
+    init_parameters,
+    is_initvar,
+    make_init,
+    new_fields,
+    refuse_undecorated,
+    wrap_own_init,
 )
-from jax_dataclasses._registry import (
-    FLAT_ATTR,
-    Layout,
-    dict_setter,
-    finish_construction,
-    layout_of,
-    refresh,
-    register,
-)
+from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
+from jax_dataclasses._registry import layout_of, register
 
 _STATIC_METADATA = (("static", True), ("pytree_node", False), (LEGACY_STATIC_MARKER, True))
-_CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
-_decorating = threading.local()
-_pending_inits: dict[type, Callable[..., None] | None] = {}
-"""Undecorated subclasses that declare fields: their own `__init__` (if any), replaced by one
-that raises until the class is decorated."""
+_RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 
 
 def pytree_dataclass(
@@ -83,12 +74,62 @@ def pytree_dataclass(
     localns = sys._getframe(1).f_locals  # pyright: ignore[reportPrivateUsage]  # The decorating scope's names.
 
     def wrap(target: type) -> type:
-        return _decorate(target, options, localns)
+        return _process_class(target, options, localns)
 
     return wrap if cls is None else wrap(cls)
 
 
-def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any]) -> type:
+def _process_class(target: object, options: dict[str, bool], localns: Mapping[str, Any]) -> type:
+    cls = _check_decoratable(target)
+    own_init = cls.__dict__.get("__init__")
+    if own_init is refuse_undecorated:  # Set by `_adopt` before this decorator ran.
+        own_init = None
+    array_defaults = _hide_array_defaults(cls)
+    # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
+    cls = cast(type, dataclasses.dataclass(cls, **_dataclass_options(cls, options)))
+    _restore_array_defaults(cls, array_defaults)
+
+    names = [f.name for f in dataclasses.fields(cls)]
+    reserved = [name for name in names if name.startswith(_RESERVED_PREFIX)]
+    if reserved:
+        raise TypeError(f"{cls.__qualname__} may not have a field named {reserved[0]!r}")
+    statics = _static_names(cls, localns)
+    children = tuple(n for n in names if n not in statics)
+    static_fields = tuple(n for n in names if n in statics)
+
+    methods: dict[str, object] = {
+        "__setattr__": frozen_setattr,
+        "__delattr__": frozen_delattr,
+        "__init_subclass__": _subclass_hook(cls),
+    }
+    generated = options["init"] and own_init is None
+    if generated:
+        methods["__init__"] = make_init(cls, static_fields)
+    else:
+        init_parameters(cls)  # Field order errors, as `dataclasses` would raise them.
+        # The class's own `__init__`, or (init=False) the one it inherits, which knows only
+        # the base's fields: either way, check the fields once it has run.
+        init = own_init or next(
+            klass.__dict__["__init__"] for klass in cls.__mro__[1:] if "__init__" in klass.__dict__
+        )
+        if init is not object.__init__:
+            methods["__init__"] = wrap_own_init(init)
+    _install(cls, methods)
+
+    cpp_node = generated and _init_only_sets_fields(cls)
+    adopted = layout_of(cls)
+    if adopted is None:
+        register(cls, children, static_fields, cpp_node)
+    elif (adopted.children, adopted.statics) != (children, static_fields):
+        raise RuntimeError(  # Adoption cannot happen with new fields.
+            f"jax_dataclasses internal error: {cls.__qualname__} was registered as a pytree "
+            f"with fields {adopted.fields} before its decorator ran, and now has "
+            f"{children + static_fields}. Please report this."
+        )
+    return cls
+
+
+def _check_decoratable(cls: object) -> type:
     if not isinstance(cls, type):
         raise TypeError(
             f"pytree_dataclass decorates classes, got {cls!r}. Write @pytree_dataclass (or "
@@ -102,59 +143,88 @@ def _decorate(cls: object, options: dict[str, bool], localns: Mapping[str, Any])
                 f"{cls.__qualname__} defines {name}, which pytree_dataclass must own to keep "
                 "instances frozen. Remove it; use jdc.copy_and_mutate to edit copies."
             )
-    if cls in _pending_inits:
-        _restore_init(cls)
-    user_init = cls.__dict__.get("__init__")
-    if user_init is not None and user_init in _FINISHING:  # Wrapped when adopted.
-        user_init = user_init.__wrapped__
-    array_defaults = _wrap_array_defaults(cls)
+    return cls
+
+
+def _dataclass_options(cls: type, options: dict[str, bool]) -> dict[str, bool]:
+    """The arguments for `dataclasses.dataclass`: our `__init__`, `__setattr__` and hash."""
     explicit_hash = "__hash__" in cls.__dict__ and not (
         cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__
     )
-    # Frozen to `dataclasses` too (so frozen plain dataclasses can be bases and subclasses),
-    # unless a base is a non-frozen dataclass, which `dataclasses` would refuse to combine.
-    # Either way our `__setattr__`/`__delattr__` do the freezing.
+    # Frozen to `dataclasses` too (so frozen plain dataclasses can be bases and subclasses,
+    # and slots classes get its pickle support), unless a base is a non-frozen dataclass,
+    # which `dataclasses` would refuse to combine. Our `__setattr__` does the freezing.
     frozen = all(
         getattr(base, "__dataclass_params__").frozen  # noqa: B009
         for base in cls.__mro__[1:]
         if getattr(base, "__dataclass_fields__", None) is not None
     )
-    kwargs = dict(options, init=False, frozen=frozen)
     # Hash like a frozen dataclass (by fields) unless the class brings its own.
-    kwargs["unsafe_hash"] = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
-    _decorating.active = True
-    try:
-        # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
-        cls = cast(type, dataclasses.dataclass(cls, **kwargs))
-    finally:
-        _decorating.active = False
-    _unwrap_array_defaults(cls, array_defaults)
-    layout = _layout(cls, localns)
-    if options["init"] and user_init is None:
-        cls.__init__ = make_init(cls, layout)  # type: ignore[misc]  # Installing our method on the class.
-    else:
-        # The class's own `__init__`, or (init=False) the one it inherits, which knows only
-        # the base's fields: either way, check and cache once it has run.
-        init: Callable[..., None] = user_init or next(
-            k.__dict__["__init__"] for k in cls.__mro__ if "__init__" in k.__dict__
-        )
-        if init is not object.__init__:
-            cls.__init__ = _finishing_init(init)  # type: ignore[misc]  # Installing our method on the class.
-    cls.__setattr__ = frozen_setattr  # type: ignore[method-assign,assignment]  # Installing our method on the class.
-    cls.__delattr__ = frozen_delattr  # type: ignore[method-assign,assignment]  # Installing our method on the class.
-    _add_pickle_support(cls, layout)
-    _install_subclass_hook(cls)
-    adopted = layout_of(cls)
-    if adopted is None:
-        register(layout)
-    elif not adopted.same_fields(layout):
-        # Adopted as an undecorated subclass, which cannot declare fields: same layout.
-        raise RuntimeError(
-            f"jax_dataclasses internal error: {cls.__qualname__} was registered as a pytree "
-            f"with fields {adopted.children + adopted.statics} before its decorator ran, and "
-            f"now has {layout.children + layout.statics}. Please report this."
-        )
-    return cls
+    unsafe_hash = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
+    return dict(options, init=False, frozen=frozen, unsafe_hash=unsafe_hash)
+
+
+def _install(cls: type, methods: Mapping[str, object]) -> None:
+    """The one place where we set attributes on a user's class."""
+    for name, method in methods.items():
+        setattr(cls, name, method)
+
+
+def _init_only_sets_fields(cls: type) -> bool:
+    """Whether calling `cls(**fields)` is the same as setting the fields, so that JAX's C++
+    dataclass node (whose unflatten calls the class) keeps the rule that unflatten never
+    runs a user's code: our `__init__`, with no `__post_init__`, `InitVar` or
+    `init=False` field, and the class call of `type`."""
+    all_fields: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
+    return (
+        not hasattr(cls, "__post_init__")
+        and all(f.init and not is_initvar(f) for f in all_fields.values())
+        and cls.__new__ is object.__new__  # type: ignore[comparison-overlap]  # mypy thinks they cannot be equal
+        and type(cls).__call__ is type.__call__
+    )
+
+
+def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
+    """`__init_subclass__` for `cls`: its own (or the inherited one), then `_adopt`."""
+    own = cls.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
+        if own is not None:
+            own.__func__(sub, **kwargs)
+        else:
+            super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
+        _adopt(sub)
+
+    return classmethod(__init_subclass__)
+
+
+def _adopt(sub: type) -> None:
+    """Register an undecorated subclass with its pytree base's fields, so its instances are
+    pytrees too. One that adds fields is not registered.
+    A class `dataclasses` is building (a `slots=True` copy) is left to its decorator.
+
+    One that adds fields gets an `__init__` that says to decorate it, since a decorator that
+    runs later (ours, or `dataclasses`', which keeps an `__init__` it finds) may not come."""
+    if "__dataclass_fields__" in sub.__dict__ or layout_of(sub) is not None:
+        return
+    if new_fields(sub):
+        if "__init__" not in sub.__dict__:  # Its own `__init__` fails at its first assignment.
+            _install(sub, {"__init__": refuse_undecorated})
+        return
+    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    methods: dict[str, object] = {}
+    # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
+    # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
+    owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
+    if owner is not object and (owner is sub or layout_of(owner) is None):
+        methods["__init__"] = wrap_own_init(owner.__dict__["__init__"])
+    _install(sub, methods)
+    base = parent.cls
+    cpp_node = parent.cpp_node and all(
+        getattr(sub, name, None) is getattr(base, name, None)
+        for name in ("__init__", "__post_init__", "__new__")
+    )
+    register(sub, parent.children, parent.statics, cpp_node)
 
 
 def _static_names(cls: type, localns: Mapping[str, Any]) -> set[str]:
@@ -171,38 +241,15 @@ def _static_names(cls: type, localns: Mapping[str, Any]) -> set[str]:
                 statics.add(f.name)
             continue
         if owner is cls:
-            namespace, local = globalns, localns
+            namespace: Mapping[str, Any] = globalns
         else:
+            # A base defined in the same function as `cls` is the likely case for `localns`.
             module = sys.modules.get(owner.__module__)
-            # A base defined in the same function as `cls` is the likely case.
-            namespace, local = (vars(module) if module else {}), localns
+            namespace = vars(module) if module else {}
         where = f"field {f.name!r} of {cls.__qualname__}"
-        if is_static_annotation(f.type, where, namespace, local):
+        if is_static_annotation(f.type, where, namespace, localns):
             statics.add(f.name)
     return statics
-
-
-def _layout(cls: type, localns: Mapping[str, Any]) -> Layout:
-    names = [f.name for f in dataclasses.fields(cls)]
-    if FLAT_ATTR in names:
-        raise TypeError(f"{cls.__qualname__} may not have a field named {FLAT_ATTR!r}")
-    statics = _static_names(cls, localns)
-    return Layout(
-        cls=cls,
-        children=tuple(n for n in names if n not in statics),
-        statics=tuple(n for n in names if n in statics),
-        cached=not cls.__dict__.get("__slots__") and not _has_descriptor_field(cls, names),
-    )
-
-
-def _has_descriptor_field(cls: type, names: list[str]) -> bool:
-    """A field stored behind a data descriptor cannot live in the instance `__dict__`."""
-    for name in names:
-        for klass in cls.__mro__:
-            attribute: object = klass.__dict__.get(name)
-            if attribute is not None and hasattr(type(attribute), "__set__"):
-                return True
-    return False
 
 
 def _defining_class(cls: type, f: dataclasses.Field[Any]) -> type:
@@ -225,7 +272,7 @@ class _SharedArrayDefault:
         self.array = array
 
 
-def _wrap_array_defaults(cls: type) -> dict[str, object]:
+def _hide_array_defaults(cls: type) -> dict[str, object]:
     wrapped: dict[str, object] = {}
     for name in inspect.get_annotations(cls):
         value = cls.__dict__.get(name)
@@ -249,166 +296,8 @@ def _wrap_array_defaults(cls: type) -> dict[str, object]:
     return wrapped
 
 
-def _unwrap_array_defaults(cls: type, wrapped: dict[str, object]) -> None:
+def _restore_array_defaults(cls: type, wrapped: dict[str, object]) -> None:
     for name, array in wrapped.items():
         cls.__dataclass_fields__[name].default = array  # type: ignore[attr-defined]  # cls is a dataclass now.
         if isinstance(cls.__dict__.get(name), _SharedArrayDefault):
             setattr(cls, name, array)
-
-
-def _finishing_init(init: Callable[..., None]) -> Callable[..., None]:
-    """Run `init` (which may assign `self.x = ...`), then check the fields and build the cache.
-
-    Called through `super().__init__` from a subclass's own `__init__`, it only runs `init`:
-    the outermost `__init__` finishes, once every field is set.
-    """
-
-    @functools.wraps(init)
-    def __init__(self: object, *args: Any, **kwargs: Any) -> None:
-        if is_constructing(self):
-            init(self, *args, **kwargs)
-            return
-        token = begin_construction(self)
-        try:
-            init(self, *args, **kwargs)
-        finally:
-            end_permission(token)
-        finish_construction(self)
-
-    _FINISHING.add(__init__)
-    return __init__
-
-
-_FINISHING: weakref.WeakSet[Callable[..., None]] = weakref.WeakSet()
-"""The `__init__`s `_finishing_init` made."""
-
-
-def _add_pickle_support(cls: type, layout: Layout) -> None:
-    """`__getstate__`/`__setstate__` that never go through our frozen `__setattr__`.
-
-    The pickled state leaves out the flatten cache and `__setstate__` rebuilds it, so an
-    object pickled before a class changed which fields are static cannot come back stale. A
-    class's own hooks (or a base's) are kept; its `__setstate__` is followed by a refresh.
-    """
-    own_getstate = _own_hook(cls, "__getstate__")
-    own_setstate = _own_hook(cls, "__setstate__")
-    if own_setstate is not None:
-
-        def __setstate__(self: object, state: Any) -> None:
-            own_setstate(self, state)
-            refresh(self)
-
-    elif layout.cached:
-        set_dict = dict_setter(cls)
-
-        def __setstate__(self: object, state: Any) -> None:
-            set_dict(self, dict(state))
-            refresh(self)
-
-    else:
-
-        def __setstate__(self: object, state: Any) -> None:
-            for name, value in state.items():
-                object.__setattr__(self, name, value)
-
-    if own_getstate is None:
-        names = layout.children + layout.statics
-
-        def __getstate__(self: object) -> dict[str, object]:
-            return {name: getattr(self, name) for name in names}
-
-        cls.__getstate__ = _ours(__getstate__, None)  # type: ignore[method-assign]  # Installing our method on the class.
-    cls.__setstate__ = _ours(__setstate__, own_setstate)  # type: ignore[attr-defined]  # Installing our method on the class.
-
-
-_WRAPS = "__jdc_wraps__"
-"""Marks our pickle hooks, with the class's own hook that one wraps (or None)."""
-
-
-def _ours(function: Callable[..., Any], wrapped: Callable[..., Any] | None) -> Callable[..., Any]:
-    setattr(function, _WRAPS, wrapped)
-    return function
-
-
-def _own_hook(cls: type, name: str) -> Callable[..., Any] | None:
-    """The class's (or a base's) own pickle hook, if any: not ours, not `object`'s."""
-    for klass in cls.__mro__[:-1]:
-        hook = klass.__dict__.get(name)
-        if hook is not None:
-            if hasattr(hook, _WRAPS):
-                return cast(Callable[..., Any] | None, getattr(hook, _WRAPS))
-            return cast(Callable[..., Any], hook)
-    return None
-
-
-def _declared_fields(cls: type) -> list[str]:
-    """Annotated names a class body declares itself, other than `ClassVar`s."""
-    names: list[str] = []
-    for name, annotation in inspect.get_annotations(cls).items():
-        if isinstance(annotation, str):
-            if _CLASSVAR_SOURCE.match(annotation):
-                continue
-        elif annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
-            continue
-        names.append(name)
-    return names
-
-
-def _install_subclass_hook(cls: type) -> None:
-    """Keep undecorated subclasses pytrees: adopt them, or refuse new undecorated fields."""
-    own = cls.__dict__.get("__init_subclass__")
-
-    def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
-        if own is not None:
-            own.__func__(sub, **kwargs)
-        else:
-            super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
-        _adopt(sub)
-
-    cls.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]  # Installing our method on the class.
-
-
-def _adopt(sub: type) -> None:
-    if getattr(_decorating, "active", False) or layout_of(sub) is not None or sub in _pending_inits:
-        return
-    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
-    inherited = {
-        f.name
-        for base in sub.__mro__[1:]
-        if dataclasses.is_dataclass(base)
-        for f in dataclasses.fields(base)
-    }
-    known = set(parent.children + parent.statics)
-    declared = [*_declared_fields(sub), *sorted(inherited - known)]
-    if declared:
-        _pending_inits[sub] = sub.__dict__.get("__init__")
-        message = (
-            f"{sub.__qualname__} subclasses a pytree dataclass and declares fields "
-            f"{', '.join(map(repr, declared))} but is not decorated. Add @jdc.pytree_dataclass "
-            f"above `class {sub.__name__}` so the new fields become part of the pytree."
-        )
-
-        def __init__(self: object, *args: object, **kwargs: object) -> None:
-            raise TypeError(message)
-
-        sub.__init__ = __init__  # type: ignore[misc]  # Installing our method on the class.
-        return
-    layout = dataclasses.replace(parent, cls=sub)
-    register(layout)
-    # The `__init__` that runs first: the subclass's own, or a plain mixin's. Wrap it, so that
-    # construction is finished once it returns. (A pytree dataclass's `__init__` finishes
-    # itself.)
-    owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
-    init = owner.__dict__["__init__"]
-    if owner is sub or layout_of(owner) is None:
-        sub.__init__ = _finishing_init(init)  # type: ignore[misc]  # Installing our method on the class.
-    elif is_generated_init(init):  # The same fields: the subclass's own copy takes the fast path.
-        sub.__init__ = make_init(sub, layout)  # type: ignore[misc]  # Installing our method on the class.
-
-
-def _restore_init(cls: type) -> None:
-    user_init = _pending_inits.pop(cls)
-    if user_init is None:
-        del cls.__init__  # type: ignore[misc]  # Back to the inherited __init__.
-    else:
-        cls.__init__ = user_init  # type: ignore[misc]  # Restoring the class's own __init__.

@@ -1,8 +1,10 @@
-"""Frozen instances, and the per-context permission to assign that `copy_and_mutate` grants.
+"""Frozen instances, and the per-context permissions to assign: while a class's own `__init__`
+constructs an object, and inside a `copy_and_mutate` block.
 
-Permission lives outside the instances, in a `ContextVar` mapping `id(obj)` to the function
-that performs the assignment (which validates it). A `ContextVar` is per thread and per
-asyncio task, so a copy being mutated in one context stays frozen in every other.
+Permissions live outside the instances, in `ContextVar`s, which are per thread and per asyncio
+task: an object being constructed or mutated in one context stays frozen in every other. A
+context copied while a permission holds (a task created inside the block) keeps the variable's
+value but not the permission, because each permission is revoked in place when it ends.
 """
 
 from __future__ import annotations
@@ -21,15 +23,33 @@ Assign = Callable[[Any, str, Any], None]
 _MUTABLE: ContextVar[Mapping[int, Assign] | None] = ContextVar(
     "jax_dataclasses_mutable", default=None
 )
+_CONSTRUCTING: ContextVar[list[object] | None] = ContextVar(
+    "jax_dataclasses_constructing", default=None
+)
+"""A one-item list holding the object an own `__init__` is constructing; emptied at the end."""
 
 
 def frozen_setattr(self: object, name: str, value: object) -> None:
-    """`__setattr__` of every pytree dataclass: refused unless the object is being mutated."""
+    """`__setattr__` of every pytree dataclass: refused unless the object may be assigned."""
+    constructing = _CONSTRUCTING.get()
+    if constructing and constructing[0] is self:
+        if name not in layout_of(type(self)).fields:  # type: ignore[union-attr]  # Registered: it is being constructed.
+            refuse_non_field(self, name)
+        object.__setattr__(self, name, value)
+        return
     allowed = _MUTABLE.get()
     assign = None if allowed is None else allowed.get(id(self))
     if assign is None:
         refuse_assignment(self, name)
     assign(self, name, value)
+
+
+def frozen_delattr(self: object, name: str) -> None:
+    """`__delattr__` of every pytree dataclass: always refused (a field cannot go missing)."""
+    raise dataclasses.FrozenInstanceError(
+        f"cannot delete field {name!r} of {type(self).__qualname__}: pytree dataclass "
+        "instances are frozen, and a pytree node cannot lose a field."
+    )
 
 
 def refuse_assignment(obj: object, name: str) -> NoReturn:
@@ -49,23 +69,14 @@ def refuse_non_field(obj: object, name: str) -> NoReturn:
     )
 
 
-def frozen_delattr(self: object, name: str) -> None:
-    """`__delattr__` of every pytree dataclass: always refused (a field cannot go missing)."""
-    raise dataclasses.FrozenInstanceError(
-        f"cannot delete field {name!r} of {type(self).__qualname__}: pytree dataclass "
-        "instances are frozen, and a pytree node cannot lose a field."
-    )
-
-
 @contextmanager
 def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
     """Within the block, and only in the current context, allow assignment to `objects`.
 
     `objects` maps `id(obj)` to the function that performs assignments to `obj`. The caller
     keeps the objects alive while its assign functions accept them (so no id is reused), and
-    makes the functions refuse once its block ends: a context copied inside the block (an
-    asyncio task) keeps the mapping, but not the objects. Nested blocks see the union of
-    their own and the enclosing permissions.
+    makes the functions refuse once its block ends. Nested blocks see the union of their own
+    and the enclosing permissions.
     """
     outer = _MUTABLE.get()
     token = _MUTABLE.set(objects if outer is None else {**outer, **objects})
@@ -75,53 +86,25 @@ def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
         _MUTABLE.reset(token)
 
 
-class _Construction:
-    """Permission for the `__init__` now constructing `obj` to assign its fields.
-
-    It ends with construction (`end_permission`), also for contexts copied meanwhile (a task
-    or callback scheduled from `__init__`): those keep the mapping, not the permission.
-    """
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: object) -> None:
-        self.obj: object | None = obj
-
-    def assign(self, obj: object, name: str, value: object) -> None:
-        """Fields only, since a pytree dataclass has no other state (JAX rebuilds objects
-        from their fields, without `__init__`)."""
-        if obj is not self.obj:  # Construction has ended, or the id now names another object.
-            refuse_assignment(obj, name)
-        layout = layout_of(type(obj))
-        if layout is not None and name not in layout.children and name not in layout.statics:
-            refuse_non_field(obj, name)
-        object.__setattr__(obj, name, value)
+Construction = tuple[list[object], Token[list[object] | None]]
 
 
-Construction = tuple[_Construction, Token[Mapping[int, Assign] | None]]
+def begin_construction(obj: object) -> Construction | None:
+    """Let the own `__init__` now constructing `obj` assign its fields, until
+    `end_construction`. None if an `__init__` further out (`super().__init__`) already does."""
+    if is_constructing(obj):
+        return None
+    cell = [obj]
+    return cell, _CONSTRUCTING.set(cell)
 
 
-def begin_construction(obj: object) -> Construction:
-    """Let the `__init__` now constructing `obj` assign its fields, until `end_permission`.
-
-    Plain functions rather than a context manager: this runs on every construction of a class
-    with its own `__init__`.
-    """
-    construction = _Construction(obj)
-    outer = _MUTABLE.get()
-    entry = {id(obj): construction.assign}
-    return construction, _MUTABLE.set(entry if outer is None else {**outer, **entry})
-
-
-def end_permission(started: Construction) -> None:
-    construction, token = started
-    construction.obj = None
-    _MUTABLE.reset(token)
+def end_construction(started: Construction) -> None:
+    cell, token = started
+    cell.clear()
+    _CONSTRUCTING.reset(token)
 
 
 def is_constructing(obj: object) -> bool:
-    """Whether an `__init__` further out is constructing `obj` (and will finish it)."""
-    allowed = _MUTABLE.get()
-    assign = None if allowed is None else allowed.get(id(obj))
-    owner = getattr(assign, "__self__", None)
-    return isinstance(owner, _Construction) and owner.obj is obj
+    """Whether an own `__init__` is constructing `obj` in this context."""
+    constructing = _CONSTRUCTING.get()
+    return bool(constructing) and constructing[0] is obj  # type: ignore[index]  # Not empty.

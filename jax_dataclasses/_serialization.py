@@ -1,4 +1,4 @@
-"""`flax.serialization` support for every pytree dataclass, without importing flax (DESIGN.md §6).
+"""`flax.serialization` support for every pytree dataclass, without importing flax (docs/design.md §10).
 
 Flax finds a type's handlers in its own registry, keyed by exact type, so each class must be
 registered there. `import jax_dataclasses` must not import flax, so registration waits until

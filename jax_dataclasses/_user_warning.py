@@ -11,12 +11,13 @@ import os
 import sys
 import warnings
 
+from jax_dataclasses._codegen import FILENAME_PREFIX
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_GENERATED = "<jax_dataclasses "  # The file name `compile_function` gives generated code.
 
 
 def _ours(filename: str) -> bool:
-    return filename.startswith((_PACKAGE_DIR, _GENERATED))
+    return filename.startswith((_PACKAGE_DIR, FILENAME_PREFIX))
 
 
 def warn_at_user(message: str, category: type[Warning]) -> None:

@@ -9,17 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import Layer
 
 import jax_dataclasses as jdc
 
 ocp = pytest.importorskip("orbax.checkpoint")
-
-
-@jdc.pytree_dataclass
-class Layer:
-    w: jax.Array
-    b: jax.Array
-    activation: jdc.Static[str] = "tanh"
 
 
 @jdc.pytree_dataclass

@@ -13,32 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import Layer, Model, Slotted, leaves_equal_fields, make_model
 
 import jax_dataclasses as jdc
-
-
-@jdc.pytree_dataclass
-class Layer:
-    w: jax.Array
-    b: jax.Array
-    activation: jdc.Static[str] = "tanh"
-
-
-@jdc.pytree_dataclass
-class Model:
-    layers: list[Layer]
-    name: jdc.Static[str] = "model"
-
-
-@jdc.pytree_dataclass(slots=True)
-class Slotted:
-    x: Any
-    tag: jdc.Static[int] = 0
-
-
-def make_model() -> Model:
-    return Model([Layer(jnp.ones((2, 2)), jnp.zeros(2)), Layer(jnp.eye(2), jnp.ones(2), "relu")])
-
 
 # -- dataclass options ------------------------------------------------------------------------
 
@@ -348,34 +325,7 @@ def test_aliases_are_the_standard_library_functions() -> None:
     assert jdc.astuple(layer) == (1.0, 2.0, "tanh")
 
 
-def test_pickled_state_leaves_out_the_flatten_cache() -> None:
-    layer = Layer(np.ones(1), np.zeros(1), "relu")
-    state = layer.__getstate__()  # type: ignore[attr-defined]
-    assert set(state) == {"w", "b", "activation"}
-    # A stale cache in old pickles (or hand-made state) is rebuilt from the fields.
-    restored = object.__new__(Layer)
-    restored.__setstate__({**state, "activation": "tanh", "__jdc_flat__": ((), ())})  # type: ignore[attr-defined]
-    assert jax.tree_util.tree_structure(restored) == jax.tree_util.tree_structure(Layer(1, 2))  # type: ignore[arg-type]
-    assert len(jax.tree_util.tree_leaves(restored)) == 2
-
-
 # -- construction through inheritance chains --------------------------------------------------
-
-
-def leaves_equal_fields(obj: Any) -> None:
-    """The flattened leaves are exactly the current field values (no stale flatten cache)."""
-    layout = jdc.fields(obj)
-    expected = [getattr(obj, f.name) for f in layout if f.name not in _statics(type(obj))]
-    flat = [leaf for value in expected for leaf in jax.tree_util.tree_leaves(value)]
-    assert [id(x) for x in jax.tree_util.tree_leaves(obj)] == [id(x) for x in flat]
-
-
-def _statics(cls: type) -> tuple[str, ...]:
-    from jax_dataclasses._registry import layout_of
-
-    layout = layout_of(cls)
-    assert layout is not None
-    return layout.statics
 
 
 def test_undecorated_subclass_with_its_own_init() -> None:
@@ -611,15 +561,13 @@ def test_construction_permission_ends_with_construction() -> None:
     assert obj.x == 1.0 and jax.tree_util.tree_leaves(obj) == [1.0]
 
 
-def test_own_pickle_hooks_are_kept_and_the_cache_rebuilt() -> None:
+def test_own_pickle_hooks_are_kept() -> None:
     @jdc.pytree_dataclass
     class Versioned:
         x: float
         version: jdc.Static[int] = 1
 
         def __setstate__(self, state: dict[str, Any]) -> None:  # a migration hook
-            state = dict(state)
-            state.pop("__jdc_flat__", None)
             object.__setattr__(self, "x", state["x"] * 100)
             object.__setattr__(self, "version", 2)
 

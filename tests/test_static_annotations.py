@@ -9,23 +9,11 @@ from typing import Annotated, ClassVar, Generic, Optional, TypeVar
 import jax
 import jax.numpy as jnp
 import pytest
+from helpers import children, statics  # tests/ is on sys.path under pytest.
 
 import jax_dataclasses as jdc
-from jax_dataclasses._registry import layout_of
 
 T = TypeVar("T")
-
-
-def statics(cls: type) -> tuple[str, ...]:
-    layout = layout_of(cls)
-    assert layout is not None
-    return layout.statics
-
-
-def children(cls: type) -> tuple[str, ...]:
-    layout = layout_of(cls)
-    assert layout is not None
-    return layout.children
 
 
 def test_future_annotations_strings_are_resolved() -> None:

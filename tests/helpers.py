@@ -1,0 +1,69 @@
+"""Fixture classes and checks shared by several test modules (through the public API only)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+import jax_dataclasses as jdc
+
+
+@jdc.pytree_dataclass
+class Layer:
+    w: jax.Array
+    b: jax.Array
+    activation: jdc.Static[str] = "tanh"
+
+
+@jdc.pytree_dataclass
+class Model:
+    layers: list[Layer]
+    name: jdc.Static[str] = "model"
+
+
+@jdc.pytree_dataclass(slots=True)
+class Slotted:
+    x: Any
+    tag: jdc.Static[int] = 0
+
+
+def make_model() -> Model:
+    return Model([Layer(jnp.ones((2, 2)), jnp.zeros(2)), Layer(jnp.eye(2), jnp.ones(2), "relu")])
+
+
+def split_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(children, statics) of a pytree dataclass, as JAX sees them: the fields that flatten
+    yields under `GetAttrKey` keys, and the others."""
+    blank = object.__new__(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for index, name in enumerate(names):
+        object.__setattr__(blank, name, index)
+    keyed, _ = jax.tree_util.tree_flatten_with_path(blank)
+    children = {path[0].name for path, _ in keyed}
+    return tuple(n for n in names if n in children), tuple(n for n in names if n not in children)
+
+
+def statics(cls: type) -> tuple[str, ...]:
+    return split_fields(cls)[1]
+
+
+def children(cls: type) -> tuple[str, ...]:
+    return split_fields(cls)[0]
+
+
+def leaves_equal_fields(obj: Any) -> None:
+    """Flatten, flatten with paths and the fields agree: the leaves are exactly the current
+    field values of the children, under their field names."""
+    child_names = children(type(obj))
+    expected = [
+        leaf for name in child_names for leaf in jax.tree_util.tree_leaves(getattr(obj, name))
+    ]
+    assert [id(x) for x in jax.tree_util.tree_leaves(obj)] == [id(x) for x in expected]
+    keyed, _ = jax.tree_util.tree_flatten_with_path(obj)
+    assert [id(x) for _, x in keyed] == [id(x) for x in expected]
+    assert [path[0].name for path, _ in keyed] == [
+        name for name in child_names for _ in jax.tree_util.tree_leaves(getattr(obj, name))
+    ]

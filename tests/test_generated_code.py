@@ -1,0 +1,251 @@
+"""Generated methods behave like hand-written ones, and instances hold their fields and nothing
+else: string annotations, runtime type checkers, cloudpickle, tracebacks, `vars`, writes that
+bypass `__setattr__`, and copies keep working."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import pickle
+import subprocess
+import sys
+import textwrap
+import traceback
+import typing
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from beartype import beartype
+from beartype.roar import BeartypeCallHintParamViolation
+from helpers import Layer, Slotted, leaves_equal_fields
+from jaxtyping import Array, Float, TypeCheckError, jaxtyped
+
+import jax_dataclasses as jdc
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@jdc.pytree_dataclass
+class Pair:
+    x: Float[Array, "n"]  # noqa: F821, UP037  # a jaxtyping dimension, not a name
+    y: Float[Array, "n"]  # noqa: F821, UP037
+    label: jdc.Static[str] = "pair"
+
+
+@jaxtyped(typechecker=beartype)
+@jdc.pytree_dataclass
+class CheckedPair:
+    x: Float[Array, "n"]  # noqa: F821, UP037
+    y: Float[Array, "n"]  # noqa: F821, UP037
+
+
+@beartype
+@jdc.pytree_dataclass
+class BeartypedPoint:
+    x: float
+    name: jdc.Static[str] = "p"
+
+
+@jdc.pytree_dataclass
+class Derived:
+    x: jax.Array
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "norm", float(jnp.sum(self.x)))  # the stdlib idiom
+
+
+# -- string annotations resolve against the class's module ---------------------------------
+
+
+def test_init_annotations_resolve_like_a_hand_written_method() -> None:
+    hints = typing.get_type_hints(Pair.__init__)
+    assert str(hints["x"]) == str(Float[Array, "n"])
+    assert hints["label"] is str and hints["return"] is type(None)
+    signature = inspect.signature(Pair, eval_str=True)
+    assert list(signature.parameters) == ["x", "y", "label"]
+    assert signature.parameters["label"].default == "pair"
+    assert Pair.__init__.__module__ == __name__
+    assert Pair.__init__.__qualname__ == "Pair.__init__"
+
+
+def test_jaxtyped_beartype_checks_the_fields() -> None:
+    CheckedPair(jnp.ones(3), jnp.ones(3))
+    with pytest.raises(TypeCheckError):
+        CheckedPair(jnp.ones(3), jnp.ones(4))
+    with pytest.raises(TypeCheckError):
+        CheckedPair(jnp.ones(3), "not an array")  # type: ignore[arg-type]
+
+
+def test_beartype_on_the_class_checks_init() -> None:
+    assert BeartypedPoint(1.0).x == 1.0
+    with pytest.raises(BeartypeCallHintParamViolation):
+        BeartypedPoint("one")  # type: ignore[arg-type]
+
+
+# -- tracebacks and messages ---------------------------------------------------------------
+
+
+def test_tracebacks_through_generated_init_show_its_source() -> None:
+    with pytest.raises(TypeError) as caught:
+        Layer(jnp.ones(2), jnp.ones(2), activation=jnp.ones(2))  # type: ignore[arg-type]
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    init = next(frame for frame in frames if frame.name == "__init__")
+    assert "Layer" in init.filename
+    assert init.line and "activation" in init.line
+    assert "__jdc" not in str(caught.value)
+    assert "def __init__(self, w, b, activation=" in inspect.getsource(Layer.__init__)
+
+
+def test_argument_errors_name_only_the_fields() -> None:
+    with pytest.raises(TypeError) as caught:
+        Layer(jnp.ones(2), jnp.ones(2), activaton="relu")  # type: ignore[call-arg]
+    message = str(caught.value)
+    assert "activaton" in message and "__jdc" not in message and "__dataclass" not in message
+    assert list(inspect.signature(Layer.__init__).parameters) == ["self", "w", "b", "activation"]
+
+
+def test_a_field_named_self() -> None:
+    @jdc.pytree_dataclass
+    class Odd:
+        self: float  # legal for dataclasses, so legal here
+
+    assert Odd(self=2.0).self == 2.0
+    assert jax.tree_util.tree_leaves(Odd(1.0)) == [1.0]
+
+
+def test_field_names_reserved_for_generated_code_are_refused() -> None:
+    namespace = {"__annotations__": {"__jdc_setattr": float}}
+    with pytest.raises(TypeError, match=r"Reserved may not have a field named '__jdc_setattr'"):
+        jdc.pytree_dataclass(type("Reserved", (), namespace))
+
+
+# -- instances hold their fields, and flatten reads them --------------------------------------
+
+
+def test_vars_shows_the_fields_only() -> None:
+    layer = Layer(jnp.ones(2), jnp.zeros(2), "relu")
+    assert vars(layer) == {"w": layer.w, "b": layer.b, "activation": "relu"}
+    rebuilt = Layer(**vars(layer))
+    assert jax.tree_util.tree_structure(rebuilt) == jax.tree_util.tree_structure(layer)
+    assert rebuilt.w is layer.w and rebuilt.b is layer.b
+
+
+def test_object_setattr_after_construction_is_what_jax_sees() -> None:
+    # The frozen-dataclass idiom for a lazily filled field.
+    layer = Layer(jnp.ones(2), jnp.zeros(2))
+    object.__setattr__(layer, "w", jnp.full(2, 7.0))
+    object.__setattr__(layer, "activation", "relu")
+    leaves_equal_fields(layer)
+    assert jax.tree_util.tree_structure(layer) == jax.tree_util.tree_structure(
+        Layer(jnp.ones(2), jnp.ones(2), "relu")
+    )
+    traces = []
+
+    @jax.jit
+    def first(obj: Layer) -> jax.Array:
+        traces.append(obj.activation)
+        return obj.w[0]
+
+    assert first(layer) == 7.0 and traces == ["relu"]
+
+
+def test_object_setattr_on_a_copy_is_what_jax_sees() -> None:
+    for original in (Layer(jnp.ones(2), jnp.zeros(2)), Slotted(jnp.ones(2), 1)):
+        duplicate = copy.copy(original)
+        field = dataclasses.fields(original)[0].name
+        object.__setattr__(duplicate, field, jnp.full(2, 3.0))
+        leaves_equal_fields(duplicate)
+        assert jax.tree_util.tree_leaves(duplicate)[0] is getattr(duplicate, field)
+        leaves_equal_fields(original)
+
+
+def test_setstate_is_what_jax_sees() -> None:
+    layer = Layer(jnp.ones(2), jnp.zeros(2))
+    restored = copy.copy(layer)
+    restored.__dict__.clear()
+    restored.__dict__.update({"w": jnp.zeros(1), "b": jnp.ones(1), "activation": "relu"})
+    leaves_equal_fields(restored)
+    assert jax.tree_util.tree_structure(restored) != jax.tree_util.tree_structure(layer)
+
+
+@pytest.mark.parametrize(
+    "duplicate",
+    [copy.copy, copy.deepcopy, lambda obj: pickle.loads(pickle.dumps(obj))],
+    ids=["copy", "deepcopy", "pickle"],
+)
+def test_non_field_attributes_set_in_post_init_survive_copies(duplicate: typing.Any) -> None:
+    derived = Derived(jnp.ones(3))
+    copied = duplicate(derived)
+    assert copied.norm == 3.0  # type: ignore[attr-defined]
+    assert jax.tree_util.tree_leaves(copied)[0].shape == (3,)
+    leaves_equal_fields(copied)
+
+
+# -- cloudpickle: classes pickled by value (notebooks, __main__, functions) ------------------
+
+_CLOUDPICKLE_DUMP = """
+import sys
+import cloudpickle
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class Params:
+    w: jax.Array
+    scale: jdc.Static[float] = 2.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "derived", 1)
+
+@jdc.pytree_dataclass
+class Plain:
+    x: jax.Array
+    tag: jdc.Static[str] = "t"
+
+with open(sys.argv[1], "wb") as file:
+    cloudpickle.dump((Params(jnp.ones(2)), Plain(jnp.zeros(3))), file)
+"""
+
+_CLOUDPICKLE_LOAD = """
+import pickle
+import sys
+import jax
+
+with open(sys.argv[1], "rb") as file:
+    params, plain = pickle.load(file)
+assert params.scale == 2.0 and params.derived == 1 and plain.tag == "t"
+print(jax.tree_util.tree_leaves(params)[0].shape, jax.tree_util.tree_leaves(plain)[0].shape)
+print(jax.jit(lambda p, q: p.w.sum() * p.scale + q.x.sum())(params, plain))
+"""
+
+
+def test_cloudpickle_instances_of_main_classes_load_in_a_fresh_process(tmp_path: Path) -> None:
+    pytest.importorskip("cloudpickle")
+    target = tmp_path / "objects.pkl"
+    for source in (_CLOUDPICKLE_DUMP, _CLOUDPICKLE_LOAD):
+        result = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(source), str(target)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["(2,) (3,)", "4.0"]
+
+
+# -- the design note is in the repository ------------------------------------------------
+
+
+def test_design_references_point_into_the_repository() -> None:
+    assert (ROOT / "docs" / "design.md").is_file()
+    for path in [
+        *ROOT.glob("jax_dataclasses/*.py"),
+        *ROOT.glob("benchmarks/*"),
+        ROOT / "README.md",
+    ]:
+        assert "DESIGN.md" not in path.read_text(), path
