@@ -163,12 +163,20 @@ def test_object_setattr_on_a_copy_is_what_jax_sees() -> None:
 
 
 def test_setstate_is_what_jax_sees() -> None:
-    layer = Layer(jnp.ones(2), jnp.zeros(2))
-    restored = copy.copy(layer)
-    restored.__dict__.clear()
-    restored.__dict__.update({"w": jnp.zeros(1), "b": jnp.ones(1), "activation": "relu"})
+    # A slots class restores through the `__setstate__` that `dataclasses` gives frozen ones.
+    restored = object.__new__(Slotted)
+    restored.__setstate__((jnp.full(2, 5.0), 3))  # type: ignore[attr-defined]
     leaves_equal_fields(restored)
-    assert jax.tree_util.tree_structure(restored) != jax.tree_util.tree_structure(layer)
+    assert restored.tag == 3
+    assert jax.tree_util.tree_structure(restored) == jax.tree_util.tree_structure(Slotted(0, 3))
+    # Any other class through pickle's default state restore (no `__setattr__` involved).
+    layer = Layer(jnp.ones(2), jnp.zeros(2))
+    object.__setattr__(layer, "activation", "relu")
+    loaded = pickle.loads(pickle.dumps(layer))
+    leaves_equal_fields(loaded)
+    assert jax.tree_util.tree_structure(loaded) == jax.tree_util.tree_structure(
+        Layer(jnp.ones(2), jnp.ones(2), "relu")
+    )
 
 
 @pytest.mark.parametrize(
