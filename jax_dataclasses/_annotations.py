@@ -33,6 +33,13 @@ Static = Annotated[T, STATIC_MARKER]
 part of the tree structure (and the jit cache key), not a traced child."""
 
 _ANNOTATED_ORIGINS: tuple[object, ...] = (typing.Annotated, typing_extensions.Annotated)
+_ALIAS_TYPES: tuple[type, ...] = tuple(
+    {
+        getattr(typing, "TypeAliasType", typing_extensions.TypeAliasType),
+        typing_extensions.TypeAliasType,
+    }
+)
+"""`type S = ...` (Python 3.12+) and `typing_extensions.TypeAliasType`: resolved to their value."""
 _UNDECIDED = object()
 
 
@@ -40,8 +47,23 @@ class StaticAnnotationError(TypeError):
     """`Static` is used somewhere other than the outermost part of an annotation."""
 
 
+def _unalias(obj: object) -> object:
+    """What a type alias names (`S` or `S[int]` for `type S[T] = Static[T]`), else `obj`;
+    _UNDECIDED if its value cannot be evaluated yet."""
+    while True:
+        origin = typing.get_origin(obj)
+        alias = origin if isinstance(origin, _ALIAS_TYPES) else obj
+        if not isinstance(alias, _ALIAS_TYPES):
+            return obj
+        try:
+            obj = alias.__value__
+        except NameError:
+            return _UNDECIDED
+
+
 def _is_static_object(obj: object) -> bool:
     """True for `Static` itself, `Static[X]`, `jdc.Static` aliases and `Annotated[X, marker]`."""
+    obj = _unalias(obj)
     metadata = getattr(obj, "__metadata__", None)
     return isinstance(metadata, tuple) and any(
         m is STATIC_MARKER or m == LEGACY_STATIC_MARKER
@@ -89,7 +111,7 @@ def _decide_source(expr: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) ->
     head = expr.value if isinstance(expr, ast.Subscript) else expr
     if not isinstance(head, ast.Name | ast.Attribute):
         return False  # `int | None`, literals, calls: never Static at the top.
-    obj = _lookup(head, namespaces)
+    obj = _unalias(_lookup(head, namespaces))
     if obj is _UNDECIDED:
         return _UNDECIDED
     if _is_static_object(obj):
@@ -112,6 +134,9 @@ def _mentions_static_object(annotation: object, namespaces: tuple[Mapping[str, A
         return _mentions_static_object(annotation.__forward_arg__, namespaces)
     if _is_static_object(annotation):
         return True
+    value = _unalias(annotation)
+    if value is not annotation and value is not _UNDECIDED:
+        return _mentions_static_object(value, namespaces)
     return any(_mentions_static_object(arg, namespaces) for arg in typing.get_args(annotation))
 
 
@@ -141,8 +166,10 @@ def is_static_annotation(
             # Nothing resolves (say, the module alias is unknown here): go by the spelling.
             args_mention = _spells_static(expr)
     else:
-        decision = _is_static_object(annotation)
-        args_mention = not decision and _mentions_static_object(annotation, namespaces)
+        decision = _is_static_object(annotation) or (
+            _UNDECIDED if _unalias(annotation) is _UNDECIDED else False
+        )
+        args_mention = decision is False and _mentions_static_object(annotation, namespaces)
     if decision is True:
         return True
     if args_mention:

@@ -3,8 +3,9 @@
 The generated `__init__` has the signature `dataclasses` would give (the same parameters,
 order, defaults, `kw_only` handling, `InitVar`s and `__post_init__` call). It sets each field
 with `object.__setattr__`, as a frozen dataclass does, and checks static values as it goes.
-A class's own `__init__` runs with permission to assign its fields (`self.x = ...`); once it
-returns, every field must be set and every static value is checked.
+A class's own `__init__`, and `__post_init__`, run with permission to assign fields
+(`self.x = ...`), not other attributes; once they return, every field must be set and every
+static value is checked.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, NoReturn
 
 from jax_dataclasses._codegen import make_function
-from jax_dataclasses._frozen import begin_construction, end_construction, is_constructing
+from jax_dataclasses._frozen import begin_construction, end_construction
 from jax_dataclasses._registry import layout_of
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
 
@@ -72,7 +73,7 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
         "__jdc_factory": _HAS_DEFAULT_FACTORY,
         "__jdc_ok": OK_TYPES,
         "__jdc_check": check_static_value,
-        "__jdc_check_fields": check_fields,
+        "__jdc_post_init": run_post_init,
     }
     signature = [this]
     body = [f"if __jdc_type({this}) is not __jdc_cls: __jdc_registered({this})"]
@@ -116,9 +117,8 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
         )
     body.extend(f"__jdc_setattr({this}, {name!r}, {name})" for name in stored)
     if post_init:
-        initvars = ", ".join(f.name for f in params if is_initvar(f))
-        body.append(f"{this}.__post_init__({initvars})")
-        body.append(f"__jdc_check_fields({this})")
+        initvars = "".join(f", {f.name}" for f in params if is_initvar(f))
+        body.append(f"__jdc_post_init({this}{initvars})")
     annotations = {f.name: f.type for f in params} | {"return": None}
     return make_function(cls, "__init__", signature, body, helpers, annotations)
 
@@ -147,12 +147,22 @@ def wrap_own_init(init: Callable[..., None]) -> Callable[..., None]:
     return __init__
 
 
-def check_fields(obj: object) -> None:
-    """After an own `__init__` or `__post_init__`: every field is set, static values are good.
-
-    Nothing to do yet while an own `__init__` further out constructs `obj`: it checks last."""
-    if is_constructing(obj):
+def run_post_init(obj: object, *initvars: object) -> None:
+    """`obj.__post_init__(*initvars)`, with the permission an own `__init__` has: it may assign
+    fields (`self.x = ...`), not other attributes. Then check the fields."""
+    started = begin_construction(obj)
+    if started is None:  # An own `__init__` further out grants, and checks when it returns.
+        obj.__post_init__(*initvars)  # type: ignore[attr-defined]  # Only called when defined.
         return
+    try:
+        obj.__post_init__(*initvars)  # type: ignore[attr-defined]
+    finally:
+        end_construction(started)
+    check_fields(obj)
+
+
+def check_fields(obj: object) -> None:
+    """After an own `__init__` or `__post_init__`: every field is set, static values are good."""
     cls = type(obj)
     layout = layout_of(cls)
     if layout is None:

@@ -13,7 +13,7 @@ import threading
 import types
 
 import numpy as np
-from jax import Array
+from jax import Array, core
 
 from jax_dataclasses._user_warning import warn_at_user
 
@@ -62,6 +62,9 @@ def _problem(value: object) -> str | None:
     if kind in OK_TYPES:
         return None
     if isinstance(value, Array | np.ndarray):
+        if value.ndim == 0 and not isinstance(value, core.Tracer):
+            # Unhashable, but `==` gives one bool, so jit's cache can compare it by value.
+            return f"its value is a 0-d array ({type(value).__name__}), which is not hashable"
         return "array"
     if isinstance(value, _CONTAINERS):
         # pyright sees items of unknown type; any item is fine (no cast: this runs per instance).
@@ -92,9 +95,10 @@ def check_static_value(cls: type, field: str, value: object) -> None:
     where = f"static field {field!r} of {cls.__qualname__}"
     if problem == "array":
         raise TypeError(
-            f"{where} holds an array ({type(value).__name__}). Static values are part of the "
-            "tree structure and must be hashable Python values. Make the field a child (remove "
-            "Static[...]), or store a hashable description such as a tuple or the shape."
+            f"{where} holds an array ({type(value).__name__}) with a shape or a traced value, "
+            "which jax.jit cannot compare. Static values are part of the tree structure and "
+            "must be hashable Python values. Make the field a child (remove Static[...]), or "
+            "store a hashable description such as a tuple, a Python number or the shape."
         )
     key = (cls, field)
     if key in _warned:

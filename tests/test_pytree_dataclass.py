@@ -435,6 +435,55 @@ def test_custom_init_may_not_set_non_fields() -> None:
         Cached(3)
 
 
+def test_post_init_may_assign_fields_as_init_may() -> None:
+    @jdc.pytree_dataclass
+    class Normalised:
+        w: jax.Array
+        scale: jdc.Static[float] = 1.0
+        norm: jax.Array = dataclasses.field(init=False)
+
+        def __post_init__(self) -> None:
+            self.norm = jnp.linalg.norm(self.w)
+            self.w = self.w / self.norm
+            self.scale = float(self.scale) * 2
+
+    obj = Normalised(jnp.array([3.0, 4.0]))
+    assert obj.norm == 5.0 and obj.scale == 2.0
+    np.testing.assert_allclose(obj.w, [0.6, 0.8])
+    leaves_equal_fields(obj)
+    with pytest.raises(dataclasses.FrozenInstanceError, match=r"field 'w' of \S*Normalised"):
+        obj.w = jnp.zeros(2)  # type: ignore[misc]  # construction is over
+    # JAX rebuilds it without running __post_init__ again.
+    np.testing.assert_allclose(jax.tree_util.tree_map(lambda x: x, obj).w, [0.6, 0.8])
+
+
+def test_post_init_may_not_set_non_fields() -> None:
+    @jdc.pytree_dataclass
+    class Cached:
+        w: jax.Array
+
+        def __post_init__(self) -> None:
+            self.cache = 1
+
+    with pytest.raises(
+        dataclasses.FrozenInstanceError, match=r"'cache' of \S*Cached: it is not a field"
+    ) as caught:
+        Cached(jnp.ones(1))
+    assert "replace" not in str(caught.value)
+
+
+def test_post_init_static_values_are_checked() -> None:
+    @jdc.pytree_dataclass
+    class Shaped:
+        shape: jdc.Static[tuple[int, ...]]
+
+        def __post_init__(self) -> None:
+            self.shape = jnp.asarray(self.shape)  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match=r"static field 'shape' of \S*Shaped holds an array"):
+        Shaped((1, 2))
+
+
 def test_field_names_that_shadow_builtins() -> None:
     @jdc.pytree_dataclass
     class Shadowing:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import sys
 import typing
 from typing import Annotated, ClassVar, Generic, Optional, TypeVar
 
@@ -10,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from helpers import children, statics  # tests/ is on sys.path under pytest.
+from typing_extensions import TypeAliasType
 
 import jax_dataclasses as jdc
 
@@ -224,3 +227,48 @@ def test_unresolvable_module_alias_spelling_static_is_an_error() -> None:
         @jdc.pytree_dataclass
         class Typo:
             n: Unknown.Static[int]  # type: ignore[name-defined]  # noqa: F821
+
+
+StaticAlias = TypeAliasType("StaticAlias", jdc.Static[int])
+GenericStaticAlias = TypeAliasType("GenericStaticAlias", jdc.Static[T], type_params=(T,))
+
+
+def test_type_alias_objects_resolve_to_what_they_name() -> None:
+    @jdc.pytree_dataclass
+    class Aliased:
+        x: jax.Array
+        n: StaticAlias = 3
+        name: GenericStaticAlias[str] = "a"
+
+    assert statics(Aliased) == ("n", "name")
+    obj = Aliased(jnp.ones(2))
+    assert jax.tree_util.tree_leaves(obj)[0].shape == (2,)
+    assert jax.tree_util.tree_structure(obj) != jax.tree_util.tree_structure(Aliased(obj.x, 4))
+
+    compiles: list[int] = []
+
+    @jdc.jit
+    def scale(x: jax.Array, factor: StaticAlias) -> jax.Array:
+        compiles.append(factor)
+        return x * factor
+
+    assert scale(jnp.ones(1), 3).tolist() == [3.0] and scale(jnp.ones(1), 3).tolist() == [3.0]
+    assert compiles == [3]
+
+
+def test_a_type_alias_nested_inside_another_type_is_an_error() -> None:
+    with pytest.raises(jdc.StaticAnnotationError, match=r"field 'n' of \S*Bad.*Optional"):
+
+        @jdc.pytree_dataclass
+        class Bad:
+            n: Optional[StaticAlias] = None  # noqa: UP045  # the spelling under test
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="`type` statements need Python 3.12+")
+def test_pep695_type_statements_resolve_to_what_they_name() -> None:
+    aliases = importlib.import_module("_aliases_pep695")
+    assert statics(aliases.Aliased) == ("n", "name", "depth")
+    assert children(aliases.Aliased) == ("x",)
+    assert aliases.scale(jnp.ones(1), 2).tolist() == [2.0]
+    with pytest.raises(TypeError):  # static: a traced value cannot be passed
+        jax.jit(lambda f: aliases.scale(jnp.ones(1), f))(2)

@@ -67,7 +67,7 @@ def test_good_static_values_pass_silently(value: object) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [jnp.ones(2), np.ones(2), (1, jnp.zeros(())), (("nested", (np.zeros(1),)),)]
+    "value", [jnp.ones(2), np.ones(2), (1, jnp.zeros(2)), (("nested", (np.zeros(1),)),)]
 )
 def test_arrays_in_static_fields_are_refused(value: object) -> None:
     with pytest.raises(TypeError, match=r"static field 'meta' of Holder holds an array") as info:
@@ -79,6 +79,34 @@ def test_tracers_in_static_fields_are_refused() -> None:
     @jax.jit
     def build(x: jax.Array) -> jax.Array:
         Holder(x, x)
+        return x
+
+    with pytest.raises(TypeError, match=r"static field 'meta' of Holder holds an array"):
+        build(jnp.ones(1))
+
+
+def test_tuples_of_concrete_0d_arrays_work_under_jit() -> None:
+    # Downstream code stores `tuple(jnp.argwhere(mask).ravel())` in a static field.
+    indices = tuple(jnp.argwhere(jnp.array([True, False, True])).ravel())
+    compiles: list[object] = []
+
+    @jax.jit
+    def pick(holder: Holder) -> jax.Array:
+        compiles.append(holder.meta)
+        return holder.x[jnp.asarray(holder.meta)]
+
+    with pytest.warns(jdc.StaticFieldWarning, match=r"static field 'meta' of Holder: .*0-d"):
+        first = Holder(jnp.arange(3.0), indices)
+    assert pick(first).tolist() == [0.0, 2.0]
+    same = Holder(jnp.arange(3.0) + 1, tuple(jnp.argwhere(jnp.array([True, False, True])).ravel()))
+    assert pick(same).tolist() == [1.0, 3.0] and len(compiles) == 1  # equal by value: cached
+    assert jax.tree_util.tree_leaves(same)[0].shape == (3,)
+
+
+def test_0d_tracers_in_static_fields_are_refused() -> None:
+    @jax.jit
+    def build(x: jax.Array) -> jax.Array:
+        Holder(x, (1, x[0]))
         return x
 
     with pytest.raises(TypeError, match=r"static field 'meta' of Holder holds an array"):
@@ -98,6 +126,9 @@ def test_replace_also_checks() -> None:
         (lambda: (1, [2]), "not hashable"),
         (lambda: object(), "hashes by identity"),
         (lambda: FrozenConfig(1, ([1],)), "not hashable"),  # type: ignore[arg-type]
+        (lambda: jnp.asarray(3), "0-d array"),
+        (lambda: np.asarray(3.0), "0-d array"),
+        (lambda: (jnp.asarray(1), jnp.asarray(4)), "0-d array"),
     ],
 )
 def test_uncacheable_values_warn_once_per_class_and_field(factory: Any, problem: str) -> None:
