@@ -51,12 +51,12 @@ def _unalias(obj: object) -> object:
     """What a type alias names (`S` or `S[int]` for `type S[T] = Static[T]`), else `obj`;
     _UNDECIDED if its value cannot be evaluated yet."""
     while True:
-        origin = typing.get_origin(obj)
-        alias = origin if isinstance(origin, _ALIAS_TYPES) else obj
+        origin: object = typing.get_origin(obj)
+        alias: object = origin if isinstance(origin, _ALIAS_TYPES) else obj
         if not isinstance(alias, _ALIAS_TYPES):
             return obj
         try:
-            obj = alias.__value__
+            obj = cast(object, getattr(alias, "__value__"))  # noqa: B009  # untyped attribute
         except NameError:
             return _UNDECIDED
 

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
-import re
 from collections.abc import Callable
-from typing import Any, ClassVar, NoReturn
+from typing import Any
 
 from jax_dataclasses._codegen import make_function
 from jax_dataclasses._frozen import begin_construction, end_construction
-from jax_dataclasses._registry import layout_of
+from jax_dataclasses._registry import layout_of, raise_unregistered
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
 
 
@@ -63,7 +61,7 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
     params = init_parameters(cls)
     fields = dataclasses.fields(cls)
     post_init = hasattr(cls, "__post_init__")
-    names = {f.name for f in params}
+    names = {f.name for f in params} | {f.name for f in fields}
     this = "__dataclass_self__" if "self" in names else "self"
     helpers: dict[str, object] = {
         "__jdc_setattr": object.__setattr__,
@@ -179,9 +177,19 @@ def check_fields(obj: object) -> None:
             check_static_value(cls, name, value)
 
 
-def refuse_undecorated(self: object, *args: object, **kwargs: object) -> None:
-    """`__init__` of an undecorated subclass that adds fields: they would not be in the pytree."""
-    raise_unregistered(type(self))
+UNDECORATED_ATTR = "__jdc_undecorated__"
+"""On an `undecorated_init`: the class's own `__init__` it replaces (or None)."""
+
+
+def undecorated_init(own: Callable[..., None] | None) -> Callable[..., None]:
+    """`__init__` for an undecorated subclass that adds fields, which would not be in the
+    pytree: construction raises. A decorator that runs later puts back `own` (kept on it)."""
+
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
+        raise_unregistered(type(self))
+
+    setattr(__init__, UNDECORATED_ATTR, own)
+    return __init__
 
 
 def check_registered(obj: object) -> None:
@@ -189,51 +197,3 @@ def check_registered(obj: object) -> None:
     cls = type(obj)
     if layout_of(cls) is None:
         raise_unregistered(cls)
-
-
-def raise_unregistered(cls: type) -> NoReturn:
-    """Explain why subclass `cls` of a pytree dataclass is not a pytree itself."""
-    declared = new_fields(cls)
-    if declared:
-        raise TypeError(
-            f"{cls.__qualname__} subclasses a pytree dataclass and declares fields "
-            f"{', '.join(map(repr, declared))} but is not decorated. Add @jdc.pytree_dataclass "
-            f"above `class {cls.__name__}` so the new fields become part of the pytree."
-        )
-    raise TypeError(
-        f"{cls.__qualname__} subclasses a pytree dataclass but was never registered as one, "
-        "because a base class's __init_subclass__ does not call super().__init_subclass__(). "
-        "Decorate it with @jdc.pytree_dataclass, or make that __init_subclass__ call super()."
-    )
-
-
-_CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
-
-
-def new_fields(sub: type) -> list[str]:
-    """Fields an undecorated subclass of a pytree dataclass adds to those of its pytree base:
-    its own annotations (not `ClassVar`s, not re-annotated inherited fields) and fields of
-    plain dataclass bases. Only `@pytree_dataclass` can make those part of the pytree."""
-    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
-    known = set(parent.fields)
-    inherited = {
-        f.name
-        for base in sub.__mro__[1:]
-        if dataclasses.is_dataclass(base)
-        for f in dataclasses.fields(base)
-    }
-    declared = [name for name in _annotated_names(sub) if name not in known | inherited]
-    return declared + sorted(inherited - known)
-
-
-def _annotated_names(cls: type) -> list[str]:
-    """Annotated names a class body declares itself, other than `ClassVar`s."""
-    names: list[str] = []
-    for name, annotation in inspect.get_annotations(cls).items():
-        if isinstance(annotation, str):
-            if _CLASSVAR_SOURCE.match(annotation):
-                continue
-        elif annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
-            continue
-        names.append(name)
-    return names

@@ -1,7 +1,7 @@
 """`copy_and_mutate`: edit a structural copy of a pytree in place (docs/design.md §8).
 
-The copy has new dataclass objects and new containers and shares the leaves (and static
-values) with the original. Permission to assign to the new dataclass objects is granted through
+The copy has new dataclass objects and new containers, one for each key path, and shares
+the leaves (and static values) with the original. Permission to assign to the new dataclass objects is granted through
 `_frozen.mutable`, so it lives in a `ContextVar`: it holds only in the current thread or asyncio
 task, and only until the block ends.
 """
@@ -16,7 +16,14 @@ from typing import Any, TypeVar, cast
 from jax_dataclasses._frozen import mutable, refuse_non_field
 from jax_dataclasses._registry import Fill, Flatten, Layout, layout_of
 from jax_dataclasses._static_values import check_static_value
-from jax_dataclasses._tree_api import flatten_one_level, is_node, tree_structure
+from jax_dataclasses._tree_api import (
+    KeyPath,
+    flatten_one_level,
+    is_node,
+    keystr,
+    tree_flatten_with_path,
+    tree_structure,
+)
 from jax_dataclasses._validate import check_assignment
 
 T = TypeVar("T")
@@ -66,7 +73,7 @@ class _Block:
                 f"cannot assign to field {name!r} of {cls.__qualname__}: the copy_and_mutate "
                 "block that made it mutable has ended. Assign inside the `with` block."
             )
-        layout = cast(_Dataclass, _KINDS[cls]).layout  # Only objects of a copy get here.
+        layout = cast(Layout, layout_of(cls))  # Only objects of a copy get here.
         if name in layout.children:
             if self.validate:
                 check_assignment(cls, name, getattr(obj, name), value)
@@ -79,12 +86,13 @@ class _Block:
 
 
 class _Dataclass:
-    """How to copy instances of one pytree dataclass: read `(children, statics)`, then fill."""
+    """How to copy instances of one pytree dataclass: read `(children, statics)`, then fill.
 
-    __slots__ = ("fill", "layout", "read")
+    The functions stay right if the class is registered again (while it is created)."""
+
+    __slots__ = ("fill", "read")
 
     def __init__(self, layout: Layout) -> None:
-        self.layout = layout
         self.read: Flatten = layout.flatten
         self.fill: Fill = layout.fill
 
@@ -119,14 +127,14 @@ def _kind(cls: type) -> _Kind | None:
 def _structural_copy(tree: T) -> tuple[T, list[object]]:
     """Copy every pytree node of `tree` (keeping its leaves); also return the new dataclasses.
 
-    Nodes are memoized by id, so shared subtrees stay shared and cycles (made by an earlier
-    mutation) are copied as cycles. Dataclasses, lists and dicts are created before their
-    children are copied, which is what lets a cycle through them close. Leaves are recognised
-    by their type before any call, because they are most of a model.
+    A pytree is a tree: every key path gets its own copy of the nodes on it, even where the
+    original shares one object between paths (as `tree_map` and `jax.jit` do), so an
+    assignment through one path changes that path only. A node met again on its own path is a
+    cycle, which no pytree can have: `ValueError` naming the key path where it closes. Leaves
+    are recognised by their type before any call, because they are most of a model.
     """
-    objects: dict[int, object] = {}  # id of an original dataclass -> its copy.
-    memo: dict[int, Any] = {}  # id of an original container -> its copy.
-    keep_alive: list[object] = []  # Children made by a flatten: their ids must stay unique.
+    created: list[object] = []
+    on_path: set[int] = set()  # ids of the nodes being copied: alive, so ids are unique.
     kinds = _KINDS
     leaf_types = _LEAF_TYPES
     new_object = object.__new__
@@ -140,51 +148,63 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
         if kind is None:
             return node
         key = id(node)
-        copied: list[object] = []
+        if key in on_path:
+            raise _cycle_error(tree, node)
+        on_path.add(key)
+        result: Any
         if type(kind) is _Dataclass:
-            new = new_object(cls)
-            done = objects.setdefault(key, new)
-            if done is not new:
-                return done
             children, statics = kind.read(node)
             for child in children:
                 if type_of(child) not in leaf_types:
+                    children = tuple([copy(child) for child in children])
                     break
-            else:  # Only leaves (most nodes of a model): the copy can share the children tuple.
-                kind.fill(new, statics, children)
-                return new
-            for child in children:
-                copied.append(child if type_of(child) in leaf_types else copy(child))
-            kind.fill(new, statics, tuple(copied))
-            return new
-        done = memo.get(key)
-        if done is not None:
-            return done
-        if kind is _LIST:
-            memo[key] = copied
-            for child in node:
-                copied.append(child if type_of(child) in leaf_types else copy(child))
-            return copied
-        if kind is _DICT:
-            new_dict: dict[object, object] = {}
-            memo[key] = new_dict
-            for name, child in node.items():
-                new_dict[name] = copy(child)
-            return new_dict
-        items: Iterable[Any]
-        if kind is _TUPLE:
-            items = node
+            # else: only leaves (most nodes of a model), so the copy shares the children tuple.
+            result = new_object(cls)
+            kind.fill(result, statics, children)
+            created.append(result)
+        elif kind is _LIST:
+            result = [child if type_of(child) in leaf_types else copy(child) for child in node]
+        elif kind is _DICT:
+            result = {name: copy(child) for name, child in node.items()}
+        elif kind is _TUPLE:
+            result = tuple([copy(child) for child in node])
         else:  # Any other registered node: one level of JAX's own flatten, then unflatten.
-            items = flatten_one_level(node)[0]
-            keep_alive.append(items)
-        for child in items:
-            copied.append(copy(child))
-        if kind is _TUPLE:
-            result: object = tuple(copied)
-        else:
+            items: Iterable[Any] = flatten_one_level(node)[0]
+            copied = [copy(child) for child in items]
             result = tree_structure(node, lambda child: child is not node).unflatten(copied)
-        # A cycle through this node may have copied it already (as in `copy.deepcopy`).
-        return memo.setdefault(key, result)
+        on_path.discard(key)
+        return result
 
     copied_tree: T = copy(tree)
-    return copied_tree, list(objects.values())
+    return copied_tree, created
+
+
+def _cycle_error(tree: object, node: object) -> ValueError:
+    """The error for a tree in which `node` contains itself: name both key paths."""
+    inner, outer = _cycle_paths(tree, node, (), []) or ((), ())
+    return ValueError(
+        f"copy_and_mutate: the tree contains a cycle: the {type(node).__qualname__} at key "
+        f"path {keystr(inner) or '(the root)'} is the same object as its ancestor at "
+        f"{keystr(outer) or '(the root)'}. A pytree must be a tree (JAX cannot flatten this "
+        "either); an assignment inside a copy_and_mutate(validate=False) block can make one. "
+        "Assign a copy (jdc.replace, or a new container) instead of the node itself."
+    )
+
+
+def _cycle_paths(
+    tree: object, node: object, path: KeyPath, ancestors: list[tuple[object, KeyPath]]
+) -> tuple[KeyPath, KeyPath] | None:
+    """The first key path at which `node` appears inside itself, and its ancestor's path."""
+    for ancestor, ancestor_path in ancestors:
+        if ancestor is tree:
+            return (path, ancestor_path) if tree is node else None
+    if _type_of(tree) in _LEAF_TYPES or (_KINDS.get(type(tree)) or _kind(type(tree))) is None:
+        return None
+    ancestors.append((tree, path))
+    children = tree_flatten_with_path(tree, lambda child: child is not tree)[0]
+    for key, child in children:
+        found = _cycle_paths(child, node, path + key, ancestors)
+        if found is not None:
+            return found
+    ancestors.pop()
+    return None

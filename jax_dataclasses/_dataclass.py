@@ -19,15 +19,14 @@ from jax import Array
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, is_static_annotation
 from jax_dataclasses._construct import (
+    UNDECORATED_ATTR,
     init_parameters,
-    is_initvar,
     make_init,
-    new_fields,
-    refuse_undecorated,
+    undecorated_init,
     wrap_own_init,
 )
 from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
-from jax_dataclasses._registry import layout_of, register
+from jax_dataclasses._registry import layout_of, new_fields, register
 
 _STATIC_METADATA = (("static", True), ("pytree_node", False), (LEGACY_STATIC_MARKER, True))
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
@@ -82,8 +81,8 @@ def pytree_dataclass(
 def _process_class(target: object, options: dict[str, bool], localns: Mapping[str, Any]) -> type:
     cls = _check_decoratable(target)
     own_init = cls.__dict__.get("__init__")
-    if own_init is refuse_undecorated:  # Set by `_adopt` before this decorator ran.
-        own_init = None
+    if hasattr(own_init, UNDECORATED_ATTR):  # Set by `_adopt` before this decorator ran.
+        own_init = getattr(own_init, UNDECORATED_ATTR)
     array_defaults = _hide_array_defaults(cls)
     # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
     cls = cast(type, dataclasses.dataclass(cls, **_dataclass_options(cls, options)))
@@ -102,11 +101,11 @@ def _process_class(target: object, options: dict[str, bool], localns: Mapping[st
         "__delattr__": frozen_delattr,
         "__init_subclass__": _subclass_hook(cls),
     }
-    generated = options["init"] and own_init is None
-    if generated:
+    if options["init"] and own_init is None:
         methods["__init__"] = make_init(cls, static_fields)
     else:
-        init_parameters(cls)  # Field order errors, as `dataclasses` would raise them.
+        if options["init"]:  # Field order errors, as `dataclasses` raises them then.
+            init_parameters(cls)
         # The class's own `__init__`, or (init=False) the one it inherits, which knows only
         # the base's fields: either way, check the fields once it has run.
         init = own_init or next(
@@ -114,18 +113,12 @@ def _process_class(target: object, options: dict[str, bool], localns: Mapping[st
         )
         if init is not object.__init__:
             methods["__init__"] = wrap_own_init(init)
+    if options["slots"] and not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        # `dataclasses` gives only frozen slots classes pickle support that skips __setattr__.
+        methods["__getstate__"] = _slots_getstate
+        methods["__setstate__"] = _slots_setstate
     _install(cls, methods)
-
-    cpp_node = generated and _init_only_sets_fields(cls)
-    adopted = layout_of(cls)
-    if adopted is None:
-        register(cls, children, static_fields, cpp_node)
-    elif (adopted.children, adopted.statics) != (children, static_fields):
-        raise RuntimeError(  # Adoption cannot happen with new fields.
-            f"jax_dataclasses internal error: {cls.__qualname__} was registered as a pytree "
-            f"with fields {adopted.fields} before its decorator ran, and now has "
-            f"{children + static_fields}. Please report this."
-        )
+    register(cls, children, static_fields)
     return cls
 
 
@@ -170,18 +163,13 @@ def _install(cls: type, methods: Mapping[str, object]) -> None:
         setattr(cls, name, method)
 
 
-def _init_only_sets_fields(cls: type) -> bool:
-    """Whether calling `cls(**fields)` is the same as setting the fields, so that JAX's C++
-    dataclass node (whose unflatten calls the class) keeps the rule that unflatten never
-    runs a user's code: our `__init__`, with no `__post_init__`, `InitVar` or
-    `init=False` field, and the class call of `type`."""
-    all_fields: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
-    return (
-        not hasattr(cls, "__post_init__")
-        and all(f.init and not is_initvar(f) for f in all_fields.values())
-        and cls.__new__ is object.__new__  # type: ignore[comparison-overlap]  # mypy thinks they cannot be equal
-        and type(cls).__call__ is type.__call__
-    )
+def _slots_getstate(self: object) -> list[object]:
+    return [getattr(self, f.name) for f in dataclasses.fields(self)]  # type: ignore[arg-type]
+
+
+def _slots_setstate(self: object, state: list[object]) -> None:
+    for f, value in zip(dataclasses.fields(self), state, strict=True):  # type: ignore[arg-type]
+        object.__setattr__(self, f.name, value)
 
 
 def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
@@ -200,31 +188,24 @@ def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
 
 def _adopt(sub: type) -> None:
     """Register an undecorated subclass with its pytree base's fields, so its instances are
-    pytrees too. One that adds fields is not registered.
-    A class `dataclasses` is building (a `slots=True` copy) is left to its decorator.
+    pytrees too. A class `dataclasses` is building (a `slots=True` copy) is left to its
+    decorator.
 
-    One that adds fields gets an `__init__` that says to decorate it, since a decorator that
-    runs later (ours, or `dataclasses`', which keeps an `__init__` it finds) may not come."""
+    One that adds fields is not registered, and gets an `__init__` that says to decorate it
+    (keeping its own for the decorator), since a decorator that runs later (ours, or
+    `dataclasses`', which keeps an `__init__` it finds) may not come."""
     if "__dataclass_fields__" in sub.__dict__ or layout_of(sub) is not None:
         return
     if new_fields(sub):
-        if "__init__" not in sub.__dict__:  # Its own `__init__` fails at its first assignment.
-            _install(sub, {"__init__": refuse_undecorated})
+        _install(sub, {"__init__": undecorated_init(sub.__dict__.get("__init__"))})
         return
     parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
-    methods: dict[str, object] = {}
     # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
     # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
     owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
     if owner is not object and (owner is sub or layout_of(owner) is None):
-        methods["__init__"] = wrap_own_init(owner.__dict__["__init__"])
-    _install(sub, methods)
-    base = parent.cls
-    cpp_node = parent.cpp_node and all(
-        getattr(sub, name, None) is getattr(base, name, None)
-        for name in ("__init__", "__post_init__", "__new__")
-    )
-    register(sub, parent.children, parent.statics, cpp_node)
+        _install(sub, {"__init__": wrap_own_init(owner.__dict__["__init__"])})
+    register(sub, parent.children, parent.statics)
 
 
 def _static_names(cls: type, localns: Mapping[str, Any]) -> set[str]:
@@ -235,7 +216,7 @@ def _static_names(cls: type, localns: Mapping[str, Any]) -> set[str]:
             statics.add(f.name)
             continue
         owner = _defining_class(cls, f)
-        owner_layout = layout_of(owner)
+        owner_layout = None if owner is cls else layout_of(owner)  # `cls` may be adopted.
         if owner_layout is not None:
             if f.name in owner_layout.statics:
                 statics.add(f.name)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any, NoReturn
 
-from jax_dataclasses._registry import layout_of
+from jax_dataclasses._registry import layout_of, raise_unregistered
 
 Assign = Callable[[Any, str, Any], None]
 """Performs `obj.name = value` for an object that may be mutated: `assign(obj, name, value)`."""
@@ -40,6 +40,8 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
     allowed = _MUTABLE.get()
     assign = None if allowed is None else allowed.get(id(self))
     if assign is None:
+        if layout_of(type(self)) is None:  # An undecorated subclass's own `__init__`.
+            raise_unregistered(type(self))
         refuse_assignment(self, name)
     assign(self, name, value)
 
@@ -75,15 +77,16 @@ def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
 
     `objects` maps `id(obj)` to the function that performs assignments to `obj`. The caller
     keeps the objects alive while its assign functions accept them (so no id is reused), and
-    makes the functions refuse once its block ends. Nested blocks see the union of their own
-    and the enclosing permissions.
+    makes the functions refuse once its block ends. Blocks may close in any order (two
+    generators, each inside a block): each removes only its own objects.
     """
     outer = _MUTABLE.get()
-    token = _MUTABLE.set(objects if outer is None else {**outer, **objects})
+    _MUTABLE.set(objects if outer is None else {**outer, **objects})
     try:
         yield
     finally:
-        _MUTABLE.reset(token)
+        current = _MUTABLE.get() or {}
+        _MUTABLE.set({key: assign for key, assign in current.items() if key not in objects})
 
 
 Construction = tuple[list[object], Token[list[object] | None]]

@@ -1,18 +1,24 @@
 """Field layouts of pytree dataclasses and their registration with JAX (docs/design.md §3).
 
-Unflatten never runs a user's `__init__` or `__post_init__`. A class whose `__init__` is our
-generated one and only sets fields (no `__post_init__`, `InitVar` or `init=False` field) is
-registered as JAX's C++ dataclass node (`register_dataclass`): it flattens in C++, and its
-unflatten calls that `__init__`, which is the same as setting the fields. Every other class is
-a keyed Python node whose generated unflatten creates the object with `object.__new__` and
-sets the fields. Nothing is cached on instances: flatten reads the fields themselves.
+Every class is a keyed Python node with generated functions: flatten reads the fields (nothing
+is cached on instances, so it cannot go stale), and unflatten creates the object with
+`object.__new__` and sets the fields, so it never runs `__init__` or `__post_init__` (JAX's
+C++ dataclass node would call the class, and with it any wrapper a later decorator puts on
+`__init__`).
+
+A class is registered when it is decorated, or adopted as an undecorated subclass. It can be
+registered again while it is being created (adopted by its base's `__init_subclass__`, then
+decorated; or rebuilt by cloudpickle): JAX keeps the functions it was first given, so those
+are updated in place with the new layout's code.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
 from jax import tree_util
 
@@ -29,20 +35,112 @@ class Layout:
     cls: type
     children: tuple[str, ...]
     statics: tuple[str, ...]
-    cpp_node: bool
-    """Registered with `register_dataclass` (else as a generated Python node)."""
     flatten: Flatten
     """`flatten(obj) -> (children, statics)`, tuples in field order."""
     fill: Fill
     """`fill(obj, statics, children)`: set every field of a blank `object.__new__` instance."""
+    flatten_with_keys: Callable[[Any], Any]
+    unflatten: Callable[[Any, Any], Any]
 
     @property
     def fields(self) -> tuple[str, ...]:
         return self.children + self.statics
 
+    @property
+    def functions(self) -> tuple[Callable[..., Any], ...]:
+        return (self.flatten, self.fill, self.flatten_with_keys, self.unflatten)
+
 
 _LAYOUTS: dict[type, Layout] = {}
 _ON_REGISTER: list[Callable[[Layout], None]] = []
+
+
+def layout_of(cls: type) -> Layout | None:
+    """The layout of a registered pytree dataclass (or adopted subclass), else None."""
+    return _LAYOUTS.get(cls)
+
+
+def on_register(hook: Callable[[Layout], None]) -> None:
+    """Call `hook(layout)` for every class registered so far and for each one registered later.
+
+    Used to register classes with optional libraries (flax serialization) once they are
+    imported. `hook` must be idempotent: a class registered by another thread while this runs
+    may be passed to it twice, and a class registered again is passed again.
+    """
+    _ON_REGISTER.append(hook)
+    for layout in list(_LAYOUTS.values()):
+        hook(layout)
+
+
+def register(cls: type, children: tuple[str, ...], statics: tuple[str, ...]) -> None:
+    """Generate the tree functions of `cls` and register it with JAX as a keyed pytree node."""
+    old = _LAYOUTS.get(cls)
+    if old is not None and (old.children, old.statics) == (children, statics):
+        return
+    layout = _generate(cls, children, statics)
+    if old is None:
+        tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
+            cls, layout.flatten_with_keys, layout.unflatten, layout.flatten
+        )
+    else:  # JAX and the old layout's users hold the old functions: give them the new code.
+        for target, source in zip(old.functions, layout.functions, strict=True):
+            _take_code(target, source)
+        layout = dataclasses.replace(old, children=children, statics=statics)
+    _LAYOUTS[cls] = layout
+    setattr(cls, REGISTRATION_ATTR, _Registration(cls, children, statics))
+    for hook in _ON_REGISTER:
+        hook(layout)
+
+
+def _generate(cls: type, children: tuple[str, ...], statics: tuple[str, ...]) -> Layout:
+    """Flatten, fill, flatten-with-keys and unflatten for one layout. Each function's closure
+    variables are the same for every layout, so `_take_code` can move code between them."""
+    fields = children + statics
+    child_values = tuple_source([f"o.{name}" for name in children])
+    static_values = tuple_source([f"o.{name}" for name in statics])
+    local = [f"c{i}" for i in range(len(children))] + [f"s{i}" for i in range(len(statics))]
+    unpack: list[str] = []
+    if statics:
+        unpack.append(f"{tuple_source(local[len(children) :])} = statics")
+    if children:
+        unpack.append(f"{tuple_source(local[: len(children)])} = children")
+    store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
+    if not store:  # Referenced anyway, so that every layout's code has the same closure.
+        store = ["__jdc_setattr"]
+    setter = {"__jdc_setattr": object.__setattr__}
+    keys = tuple(tree_util.GetAttrKey(name) for name in children)
+    return Layout(
+        cls,
+        children,
+        statics,
+        flatten=make_function(
+            cls, "flatten", ["o"], [f"return ({child_values}, {static_values})"], {}
+        ),
+        fill=make_function(cls, "fill", ["o", "statics", "children"], unpack + store, setter),
+        flatten_with_keys=make_function(
+            cls,
+            "flatten_with_keys",
+            ["o"],
+            [f"return (tuple(zip(__jdc_keys, {child_values})), {static_values})"],
+            {"__jdc_keys": keys},
+        ),
+        unflatten=make_function(
+            cls,
+            "unflatten",
+            ["statics", "children"],
+            ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"],
+            {**setter, "__jdc_new": object.__new__, "__jdc_cls": cls},
+        ),
+    )
+
+
+def _take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
+    """Make function `target` run `source`'s code with `source`'s closure values."""
+    target.__code__ = source.__code__
+    for target_cell, source_cell in zip(
+        target.__closure__ or (), source.__closure__ or (), strict=True
+    ):
+        target_cell.cell_contents = source_cell.cell_contents
 
 
 REGISTRATION_ATTR = "__jdc_registration__"
@@ -64,71 +162,56 @@ class _Registration:
 
 
 def _register_loaded(cls: type, children: tuple[str, ...], statics: tuple[str, ...]) -> object:
-    """A rebuilt class, while cloudpickle restores its attributes: a Python node, since its
-    dataclass fields may not be restored yet (which `register_dataclass` would check)."""
-    if layout_of(cls) is None:
-        register(cls, children, statics, cpp_node=False)
+    """A class cloudpickle rebuilds, while it restores the class's attributes."""
+    register(cls, children, statics)
     return cls.__dict__[REGISTRATION_ATTR]
 
 
-def layout_of(cls: type) -> Layout | None:
-    """The layout of a registered pytree dataclass (or adopted subclass), else None."""
-    return _LAYOUTS.get(cls)
+# -- subclasses that are not registered, and why ------------------------------------------
+
+_CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
 
 
-def on_register(hook: Callable[[Layout], None]) -> None:
-    """Call `hook(layout)` for every class registered so far and for each one registered later.
+def new_fields(sub: type) -> list[str]:
+    """Fields an undecorated subclass of a pytree dataclass adds to those of its pytree base:
+    its own annotations (not `ClassVar`s, not re-annotated inherited fields) and fields of
+    plain dataclass bases. Only `@pytree_dataclass` can make those part of the pytree."""
+    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    known = set(parent.fields)
+    inherited = {
+        f.name
+        for base in sub.__mro__[1:]
+        if dataclasses.is_dataclass(base)
+        for f in dataclasses.fields(base)
+    }
+    declared = [name for name in _annotated_names(sub) if name not in known | inherited]
+    return declared + sorted(inherited - known)
 
-    Used to register classes with optional libraries (flax serialization) once they are
-    imported. `hook` must be idempotent: a class registered by another thread while this runs
-    may be passed to it twice.
-    """
-    _ON_REGISTER.append(hook)
-    for layout in list(_LAYOUTS.values()):
-        hook(layout)
+
+def _annotated_names(cls: type) -> list[str]:
+    """Annotated names a class body declares itself, other than `ClassVar`s."""
+    names: list[str] = []
+    for name, annotation in inspect.get_annotations(cls).items():
+        if isinstance(annotation, str):
+            if _CLASSVAR_SOURCE.match(annotation):
+                continue
+        elif annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
+            continue
+        names.append(name)
+    return names
 
 
-def register(
-    cls: type, children: tuple[str, ...], statics: tuple[str, ...], cpp_node: bool
-) -> None:
-    """Generate the tree functions of `cls` and register it with JAX as a keyed pytree node."""
-    fields = children + statics
-    flat = f"return ({tuple_source([f'o.{n}' for n in children])}, "
-    flat += f"{tuple_source([f'o.{n}' for n in statics])})"
-    flatten: Flatten = make_function(cls, "flatten", ["o"], [flat], {})
-    local = [f"c{i}" for i in range(len(children))] + [f"s{i}" for i in range(len(statics))]
-    unpack: list[str] = []
-    if statics:
-        unpack.append(f"{tuple_source(local[len(children) :])} = statics")
-    if children:
-        unpack.append(f"{tuple_source(local[: len(children)])} = children")
-    store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
-    helpers = {"__jdc_setattr": object.__setattr__}
-    fill: Fill = make_function(cls, "fill", ["o", "statics", "children"], unpack + store, helpers)
-    if cpp_node:
-        tree_util.register_dataclass(cls, data_fields=list(children), meta_fields=list(statics))
-    else:
-        keys = {f"__jdc_key{i}": tree_util.GetAttrKey(name) for i, name in enumerate(children)}
-        keyed = tuple_source([f"(__jdc_key{i}, o.{name})" for i, name in enumerate(children)])
-        flatten_with_keys = make_function(
-            cls,
-            "flatten_with_keys",
-            ["o"],
-            [f"return ({keyed}, {tuple_source([f'o.{n}' for n in statics])})"],
-            keys,
+def raise_unregistered(cls: type) -> NoReturn:
+    """Explain why subclass `cls` of a pytree dataclass is not a pytree itself."""
+    declared = new_fields(cls)
+    if declared:
+        raise TypeError(
+            f"{cls.__qualname__} subclasses a pytree dataclass and declares fields "
+            f"{', '.join(map(repr, declared))} but is not decorated. Add @jdc.pytree_dataclass "
+            f"above `class {cls.__name__}` so the new fields become part of the pytree."
         )
-        unflatten = make_function(
-            cls,
-            "unflatten",
-            ["statics", "children"],
-            ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"],
-            {**helpers, "__jdc_new": object.__new__, "__jdc_cls": cls},
-        )
-        tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
-            cls, flatten_with_keys, unflatten, flatten
-        )
-    layout = Layout(cls, children, statics, cpp_node, flatten, fill)
-    _LAYOUTS[cls] = layout
-    setattr(cls, REGISTRATION_ATTR, _Registration(cls, children, statics))
-    for hook in _ON_REGISTER:
-        hook(layout)
+    raise TypeError(
+        f"{cls.__qualname__} subclasses a pytree dataclass but was never registered as one, "
+        "because a base class's __init_subclass__ does not call super().__init_subclass__(). "
+        "Decorate it with @jdc.pytree_dataclass, or make that __init_subclass__ call super()."
+    )

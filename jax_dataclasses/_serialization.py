@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 from jax import Array, tree_util
 
-from jax_dataclasses._registry import Layout, on_register
+from jax_dataclasses._registry import Layout, layout_of, on_register
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -123,17 +123,26 @@ def _activate(module: ModuleType) -> None:
 
 
 def _register(flax: _FlaxSerialization, layout: Layout) -> None:
+    """Register `layout.cls` with flax; its handlers read the class's layout when called, so
+    a class registered again while it is created (adopted, then decorated) stays right."""
     with _register_lock:
         if not flax.is_serializable(layout.cls):
             flax.register_serialization_state(
                 layout.cls,
-                functools.partial(_to_state_dict, flax, layout),
-                functools.partial(_from_state_dict, flax, layout),
+                functools.partial(_to_state_dict, flax),
+                functools.partial(_from_state_dict, flax),
             )
 
 
-def _to_state_dict(flax: _FlaxSerialization, layout: Layout, obj: object) -> dict[str, Any]:
-    return {name: flax.to_state_dict(getattr(obj, name)) for name in layout.children}
+def _layout(obj: object) -> Layout:
+    layout = layout_of(type(obj))
+    if layout is None:  # flax looks handlers up by exact type, so never for another class.
+        raise TypeError(f"{type(obj).__qualname__} is not a pytree dataclass")
+    return layout
+
+
+def _to_state_dict(flax: _FlaxSerialization, obj: object) -> dict[str, Any]:
+    return {name: flax.to_state_dict(getattr(obj, name)) for name in _layout(obj).children}
 
 
 def _names(names: Sequence[object]) -> str:
@@ -144,10 +153,9 @@ def _expected_keys(layout: Layout) -> str:
     return f"the fields {_names(layout.children)}" if layout.children else "no fields (empty)"
 
 
-def _from_state_dict(
-    flax: _FlaxSerialization, layout: Layout, target: object, state: object
-) -> object:
+def _from_state_dict(flax: _FlaxSerialization, target: object, state: object) -> object:
     """A copy of `target` with its children restored from `state` and its static fields kept."""
+    layout = _layout(target)
     cls = layout.cls.__qualname__
     where = f"{cls} at path {flax.current_path()!r}"
     if not isinstance(state, Mapping):

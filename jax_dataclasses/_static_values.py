@@ -64,7 +64,7 @@ def _problem(value: object) -> str | None:
     if isinstance(value, Array | np.ndarray):
         if value.ndim == 0 and not isinstance(value, core.Tracer):
             # Unhashable, but `==` gives one bool, so jit's cache can compare it by value.
-            return f"its value is a 0-d array ({type(value).__name__}), which is not hashable"
+            return f"its value is a 0-d array ({kind.__name__}), which is not hashable"
         return "array"
     if isinstance(value, _CONTAINERS):
         # pyright sees items of unknown type; any item is fine (no cast: this runs per instance).

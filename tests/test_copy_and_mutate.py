@@ -223,48 +223,64 @@ def test_leaf_and_none_inputs_are_returned_as_they_are() -> None:
         assert nothing is None
 
 
-def test_shared_subtree_stays_shared() -> None:
-    shared = linear()
-    original = Model(blocks=[], head=(shared, shared))
-    with copy_and_mutate(original) as copy:
-        assert copy.head[0] is copy.head[1]
-        assert copy.head[0] is not shared
-        copy.head[0].b = jnp.zeros(3)
-    assert copy.head[1].b is copy.head[0].b
-    assert original.head[0].b is shared.b
+def test_shared_nodes_get_a_copy_per_key_path() -> None:
+    # A pytree is a tree: JAX never keeps sharing (not after jit, not after tree_map).
+    layer = linear()
+    original = Model(blocks=[], head=(layer, layer, layer))
+    for tree in (original, jax.jit(lambda m: m)(original)):
+        with copy_and_mutate(tree) as copy:
+            assert len({id(head) for head in copy.head}) == 3
+            assert all(new.w is old.w for new, old in zip(copy.head, tree.head, strict=True))
+            copy.head[0].b = jnp.zeros(3)
+        assert copy.head[0].b.tolist() == [0.0] * 3
+        assert copy.head[1].b is tree.head[1].b and copy.head[2].b is tree.head[2].b
+    assert original.head[0].b is layer.b and layer.b.tolist() == [1.0] * 3
 
 
-def test_deeply_shared_subtrees_do_not_blow_up() -> None:
-    # As a tree this is 2**60 leaves; memoized by id it is 60 objects.
+def test_shared_containers_get_a_copy_per_key_path() -> None:
+    shared: list[Any] = [Foo(1.0)]
+    params = {"a": shared, "b": shared}
+    with copy_and_mutate(params) as copy:
+        assert copy["a"] is not copy["b"] and copy["a"][0] is not copy["b"][0]
+        copy["a"][0].array = 2.0
+    assert (copy["a"][0].array, copy["b"][0].array, shared[0].array) == (2.0, 1.0, 1.0)
+
+
+def test_a_shared_subtree_becomes_a_tree_of_distinct_copies() -> None:
     bottom = Node(jnp.zeros(()))
     node: Any = bottom
-    for _ in range(60):
+    for _ in range(8):  # 2**8 paths to the bottom
         node = Node((node, node))
     with copy_and_mutate(node) as copy:
-        left = right = copy
-        for _ in range(60):
-            assert left.value[0] is left.value[1]
-            left, right = left.value[0], right.value[1]
-        assert left is right
-        assert left is not bottom
-        left.value = jnp.ones(())
+        bottoms = [leaf for leaf in jax.tree_util.tree_leaves(copy)]
+        assert len(bottoms) == 2**8 and all(leaf is bottom.value for leaf in bottoms)
+        first = copy
+        while isinstance(first.value, tuple):
+            first = first.value[0]
+        first.value = jnp.ones(())
+    assert jax.tree_util.tree_leaves(copy)[:2] == [1.0, 0.0]
     assert bottom.value == 0.0
 
 
-def test_cycles_made_by_mutation_are_copied_as_cycles() -> None:
+def test_copying_a_cycle_names_the_key_path_where_it_closes() -> None:
     with copy_and_mutate(Node(1.0, Node(2.0)), validate=False) as first:
-        first.next.next = first  # A cycle through dataclasses only.
+        first.next.next = first  # A cycle through dataclasses only: allowed here, no hang.
+        with (
+            pytest.raises(
+                ValueError, match=r"cycle: the \S*Node at key path \.next\.next is .* \(the root\)"
+            ),
+            copy_and_mutate(first),
+        ):
+            pass
+        first.next.next = None
         holder: list[Any] = []
         first.value = (holder,)
         holder.append(first.value)  # A cycle through a tuple and a list.
-        with copy_and_mutate(first) as second:
-            assert second.next.next is second
-            assert second is not first
-            assert second.value[0][0] is second.value
-            assert second.value[0] is not holder
-            second.next.value = 3.0
-        assert first.next.value == 2.0
-        assert second.next.value == 3.0
+        with (
+            pytest.raises(ValueError, match=r"tuple at key path \.value\[0\]\[0\] .* at \.value\."),
+            copy_and_mutate(first),
+        ):
+            pass
 
 
 def test_deep_nesting_is_copied() -> None:

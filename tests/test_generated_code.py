@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import os
 import pickle
 import subprocess
 import sys
@@ -77,6 +78,20 @@ def test_jaxtyped_beartype_checks_the_fields() -> None:
         CheckedPair(jnp.ones(3), jnp.ones(4))
     with pytest.raises(TypeCheckError):
         CheckedPair(jnp.ones(3), "not an array")  # type: ignore[arg-type]
+
+
+def test_checked_init_does_not_run_when_jax_rebuilds_instances() -> None:
+    # The checks belong to construction; JAX rebuilds with batched, abstract or placeholder
+    # leaves that would fail them.
+    batched = jax.vmap(lambda v: CheckedPair(v, v))(jnp.ones((4, 3)))
+    assert batched.x.shape == (4, 3)
+    assert jax.tree_util.tree_map(lambda a: a.sum(), CheckedPair(jnp.ones(3), jnp.ones(3))).x == 3
+    treedef = jax.tree_util.tree_structure(CheckedPair(jnp.ones(3), jnp.ones(3)))
+    assert type(jax.tree_util.tree_unflatten(treedef, [object(), object()])) is CheckedPair
+    point = jax.tree_util.tree_unflatten(
+        jax.tree_util.tree_structure(BeartypedPoint(1.0)), ["not a float"]
+    )
+    assert point.x == "not a float"
 
 
 def test_beartype_on_the_class_checks_init() -> None:
@@ -229,6 +244,74 @@ assert params.scale == 2.0 and params.derived == 1 and plain.tag == "t"
 print(jax.tree_util.tree_leaves(params)[0].shape, jax.tree_util.tree_leaves(plain)[0].shape)
 print(jax.jit(lambda p, q: p.w.sum() * p.scale + q.x.sum())(params, plain))
 """
+
+
+_CLOUDPICKLE_SUBCLASSES_DUMP = """
+import sys
+import cloudpickle
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+from helpers import Layer  # importable: pickled by reference
+
+@jdc.pytree_dataclass
+class Gated(Layer):
+    gate: jax.Array = None
+
+class Logged(Layer):
+    def __init__(self, w):
+        print("init ran")
+        super().__init__(w, w)
+
+@jdc.pytree_dataclass(slots=True)
+class Checked(Layer):
+    def __post_init__(self):
+        print("post_init ran")
+
+with open(sys.argv[1], "wb") as file:
+    cloudpickle.dump(
+        (Gated(jnp.ones(1), jnp.ones(1), "relu", jnp.zeros(2)), Logged(jnp.ones(3)),
+         Checked(jnp.ones(4), jnp.ones(4))),
+        file,
+    )
+"""
+
+_CLOUDPICKLE_SUBCLASSES_LOAD = """
+import pickle
+import sys
+import jax
+
+with open(sys.argv[1], "rb") as file:
+    gated, logged, checked = pickle.load(file)
+print([leaf.shape for leaf in jax.tree_util.tree_leaves(gated)])
+for obj in (gated, logged, checked):
+    rebuilt = jax.jit(lambda o: o)(obj)
+    print(type(rebuilt).__name__, len(jax.tree_util.tree_leaves(rebuilt)))
+"""
+
+
+def test_cloudpickle_subclasses_defined_in_main(tmp_path: Path) -> None:
+    pytest.importorskip("cloudpickle")
+    target = tmp_path / "objects.pkl"
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    outputs = []
+    for source in (_CLOUDPICKLE_SUBCLASSES_DUMP, _CLOUDPICKLE_SUBCLASSES_LOAD):
+        result = subprocess.run(
+            [sys.executable, "-c", source, str(target)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            env=environment,
+        )
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[1].splitlines() == [
+        "[(1,), (1,), (2,)]",  # the subclass's own field survives the rebuild
+        "Gated 3",
+        "Logged 2",  # and neither __init__ nor __post_init__ ran in the loading process
+        "Checked 2",
+    ]
 
 
 def test_cloudpickle_instances_of_main_classes_load_in_a_fresh_process(tmp_path: Path) -> None:

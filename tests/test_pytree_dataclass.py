@@ -274,6 +274,134 @@ def test_decorated_subclass_adds_fields_and_keeps_its_own_init() -> None:
     assert jnp.array_equal(jax.tree_util.tree_leaves(same)[1], -jnp.ones(1))
 
 
+def test_undecorated_subclass_that_narrows_an_inherited_field_is_adopted() -> None:
+    class Narrowed(Layer):
+        w: jax.Array  # re-annotated, not a new field
+
+    narrowed = Narrowed(jnp.ones(1), jnp.zeros(1))
+    assert jax.tree_util.tree_structure(narrowed).num_leaves == 2
+    assert type(jax.tree_util.tree_map(lambda x: x, narrowed)) is Narrowed
+
+
+@pytest.mark.parametrize("assign", ["self", "object.__setattr__"])
+def test_undecorated_subclass_with_new_fields_and_its_own_init_is_refused(assign: str) -> None:
+    class Extended(Layer):
+        extra: int = 0
+
+        def __init__(self, w: jax.Array, extra: int) -> None:
+            if assign == "self":
+                self.extra = extra
+            else:
+                object.__setattr__(self, "extra", extra)
+            super().__init__(w, w)
+
+    with pytest.raises(TypeError, match=r"Extended .*declares fields 'extra' but is not decorated"):
+        Extended(jnp.ones(1), 1)
+
+    decorated = jdc.pytree_dataclass(Extended)  # decorating it later keeps its own __init__
+    assert jax.tree_util.tree_leaves(decorated(jnp.ones(1), 3))[-1] == 3
+
+
+def test_decorated_subclass_may_redeclare_inherited_fields() -> None:
+    @jdc.pytree_dataclass
+    class Base:
+        x: int
+        y: int = 0
+        z: int = 0
+
+    @jdc.pytree_dataclass
+    class Computed(Base):  # adopted by Base's __init_subclass__ first, then decorated
+        y: int = dataclasses.field(init=False, default=5)
+
+    @jdc.pytree_dataclass
+    class MadeStatic(Base):
+        y: jdc.Static[int] = 0
+
+    @jdc.pytree_dataclass
+    class TakesInitVar(Base):
+        z: dataclasses.InitVar[int] = 0  # type: ignore[assignment]
+
+        def __post_init__(self, z: int) -> None:
+            self.y = z * 2
+
+    for obj, leaves in [
+        (Computed(1), [1, 5, 0]),
+        (MadeStatic(1, 2), [1, 0]),
+        (TakesInitVar(1, z=4), [1, 8]),
+    ]:
+        flat, treedef = jax.tree_util.tree_flatten(obj)
+        assert flat == leaves, type(obj)
+        rebuilt = jax.tree_util.tree_unflatten(treedef, flat)
+        assert type(rebuilt) is type(obj) and vars(rebuilt) == vars(obj)
+        assert jax.jit(lambda o: o)(obj) == obj
+    assert jax.tree_util.tree_structure(MadeStatic(1, 2)) != jax.tree_util.tree_structure(
+        MadeStatic(1, 3)
+    )
+
+
+def test_unflatten_runs_no_init_a_metaclass_or_later_decorator_added() -> None:
+    calls: list[str] = []
+
+    class Meta(type):
+        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+            calls.append("metaclass")
+            return super().__call__(*args, **kwargs)
+
+    class Mixin(metaclass=Meta):
+        pass
+
+    @jdc.pytree_dataclass
+    class WithMeta(Mixin):
+        x: Any
+
+    @jdc.pytree_dataclass
+    class Replaced:
+        x: Any
+
+    generated = Replaced.__init__
+
+    def checked(self: Replaced, x: Any) -> None:
+        calls.append("replaced")
+        generated(self, x)
+
+    Replaced.__init__ = checked  # type: ignore[method-assign]  # as a class decorator would
+
+    objects = [WithMeta(1.0), Replaced(1.0)]
+    calls.clear()
+    treedef = jax.tree_util.tree_structure(objects)
+    rebuilt = jax.tree_util.tree_unflatten(treedef, [object(), object()])
+    assert calls == [] and [type(o) for o in rebuilt] == [WithMeta, Replaced]
+    jax.vmap(lambda objs: objs)(jax.tree_util.tree_map(lambda _: jnp.ones(3), objects))
+    assert calls == []
+
+
+def test_a_field_named_self_that_init_does_not_take() -> None:
+    @jdc.pytree_dataclass
+    class Odd:
+        x: int
+        self: int = dataclasses.field(init=False, default=0)
+
+    odd = Odd(1)
+    assert (odd.x, odd.self) == (1, 0)
+    assert jax.tree_util.tree_leaves(odd) == [1, 0]
+
+
+def test_slots_subclass_of_a_mutable_plain_dataclass_pickles_and_copies() -> None:
+    @dataclasses.dataclass
+    class PlainMutable:
+        a: int
+
+    @jdc.pytree_dataclass(slots=True)
+    class Slots(PlainMutable):
+        b: int
+
+    obj = Slots(1, 2)
+    for duplicate in (copy.copy, copy.deepcopy):
+        assert (duplicate(obj).a, duplicate(obj).b) == (1, 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        obj.b = 3  # type: ignore[misc]
+
+
 def test_subclass_keeps_a_user_init_subclass_hook() -> None:
     seen: list[str] = []
 
