@@ -13,9 +13,10 @@ from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
-from jax_dataclasses._frozen import mutable, refuse_non_field
+from jax_dataclasses._frozen import assign_field, mutable
+from jax_dataclasses._legacy_mutability import Mutability as _Mutability
+from jax_dataclasses._legacy_mutability import mark_mutable as _mark_mutable
 from jax_dataclasses._registry import Fill, Flatten, Layout, layout_of
-from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._tree_api import (
     KeyPath,
     flatten_one_level,
@@ -24,9 +25,10 @@ from jax_dataclasses._tree_api import (
     tree_flatten_with_path,
     tree_structure,
 )
-from jax_dataclasses._validate import check_assignment
 
 T = TypeVar("T")
+
+__all__ = ["_Mutability", "_mark_mutable", "copy_and_mutate"]  # 1.6's names, used downstream
 
 
 @contextmanager
@@ -67,22 +69,12 @@ class _Block:
         self.objects = None
 
     def assign(self, obj: object, name: str, value: object) -> None:
-        cls = type(obj)
         if self.objects is None:
             raise dataclasses.FrozenInstanceError(
-                f"cannot assign to field {name!r} of {cls.__qualname__}: the copy_and_mutate "
+                f"cannot assign to field {name!r} of {type(obj).__qualname__}: the copy_and_mutate "
                 "block that made it mutable has ended. Assign inside the `with` block."
             )
-        layout = cast(Layout, layout_of(cls))  # Only objects of a copy get here.
-        if name in layout.children:
-            if self.validate:
-                check_assignment(cls, name, getattr(obj, name), value)
-        elif name in layout.statics:
-            if self.validate:
-                check_static_value(cls, name, value)
-        else:
-            refuse_non_field(obj, name)
-        object.__setattr__(obj, name, value)
+        assign_field(obj, name, value, self.validate)
 
 
 class _Dataclass:
@@ -169,7 +161,7 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
         elif kind is _TUPLE:
             result = tuple([copy(child) for child in node])
         else:  # Any other registered node: one level of JAX's own flatten, then unflatten.
-            items: Iterable[Any] = flatten_one_level(node)[0]
+            items: Iterable[Any] = cast(tuple[Iterable[Any], Any], flatten_one_level(node))[0]
             copied = [copy(child) for child in items]
             result = tree_structure(node, lambda child: child is not node).unflatten(copied)
         on_path.discard(key)

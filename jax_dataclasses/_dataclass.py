@@ -26,6 +26,7 @@ from jax_dataclasses._construct import (
     wrap_own_init,
 )
 from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
+from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._registry import layout_of, new_fields, register
 
 _STATIC_METADATA = (("static", True), ("pytree_node", False), (LEGACY_STATIC_MARKER, True))
@@ -113,6 +114,8 @@ def _process_class(target: object, options: dict[str, bool], localns: Mapping[st
         )
         if init is not object.__init__:
             methods["__init__"] = wrap_own_init(init)
+    if not hasattr(cls, MUTABILITY_ATTR):  # What 1.6 code reads on any instance.
+        methods[MUTABILITY_ATTR] = Mutability.FROZEN
     if options["slots"] and not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
         # `dataclasses` gives only frozen slots classes pickle support that skips __setattr__.
         methods["__getstate__"] = _slots_getstate

@@ -15,7 +15,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any, NoReturn
 
+from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._registry import layout_of, raise_unregistered
+from jax_dataclasses._static_values import check_static_value
+from jax_dataclasses._validate import check_assignment
 
 Assign = Callable[[Any, str, Any], None]
 """Performs `obj.name = value` for an object that may be mutated: `assign(obj, name, value)`."""
@@ -39,11 +42,32 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
         return
     allowed = _MUTABLE.get()
     assign = None if allowed is None else allowed.get(id(self))
-    if assign is None:
-        if layout_of(type(self)) is None:  # An undecorated subclass's own `__init__`.
-            raise_unregistered(type(self))
-        refuse_assignment(self, name)
-    assign(self, name, value)
+    if assign is not None:
+        assign(self, name, value)
+        return
+    legacy = getattr(self, MUTABILITY_ATTR, None)  # 1.6's marks (`_legacy_mutability`)
+    if legacy is Mutability.MUTABLE or legacy is Mutability.MUTABLE_NO_VALIDATION:
+        assign_field(self, name, value, validate=legacy is Mutability.MUTABLE)
+        return
+    if layout_of(type(self)) is None:  # An undecorated subclass's own `__init__`.
+        raise_unregistered(type(self))
+    refuse_assignment(self, name)
+
+
+def assign_field(obj: object, name: str, value: object, validate: bool) -> None:
+    """Assign field `name` of a registered `obj` that may be mutated: with `validate`, a child
+    must keep its structure, shapes and dtypes and a static value must pass the static-value
+    checks. Other attributes are refused: JAX rebuilds objects from their fields alone."""
+    cls = type(obj)
+    layout = layout_of(cls)
+    if layout is None or name not in layout.fields:
+        refuse_non_field(obj, name)
+    if validate:
+        if name in layout.children:
+            check_assignment(cls, name, getattr(obj, name), value)
+        else:
+            check_static_value(cls, name, value)
+    object.__setattr__(obj, name, value)
 
 
 def frozen_delattr(self: object, name: str) -> None:

@@ -36,9 +36,10 @@ tree_flatten_with_path = cast(
     tree_util.tree_flatten_with_path,  # pyright: ignore[reportUnknownMemberType]
 )
 flatten_one_level = cast(
-    "Callable[[object], tuple[Iterable[Any], Any]]",
+    "Callable[[object], tuple[Iterable[Any], Any] | None]",
     tree_util.default_registry.flatten_one_level,  # pyright: ignore[reportUnknownMemberType]
 )
+"""A node's children and aux data, or None for a leaf."""
 is_node = cast(
     "Callable[[type], bool]",
     tree_util.default_registry.is_node,  # pyright: ignore[reportUnknownMemberType]

@@ -10,8 +10,9 @@ two keeps the leaf's dtype.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
+import jax.numpy as jnp
 import numpy as np
 from jax import dtypes
 
@@ -90,7 +91,7 @@ def _leaf_difference(old_leaf: object, new_leaf: object) -> str | None:
     return None if _same_dtype(old_leaf, old, new_leaf, new) else "dtype"
 
 
-_LeafType = tuple[tuple[int, ...], np.dtype[Any], bool]
+_LeafType = tuple[tuple[int, ...], Any, bool]
 """A leaf's shape, canonical dtype, and whether it is a weakly typed scalar."""
 
 
@@ -108,10 +109,18 @@ def _leaf_type(leaf: object) -> _LeafType | None:
     dtype = getattr(leaf, "dtype", None)
     if shape is None or dtype is None:
         return None
-    canonical = np.dtype(dtype)
+    canonical = _canonical(dtype)
     shape = tuple(shape)
     weak = not shape and bool(getattr(leaf, "weak_type", False))
     return shape, _NARROW.get(canonical, canonical), weak
+
+
+def _canonical(dtype: object) -> Any:
+    """`np.dtype(dtype)`, or `dtype` itself for JAX's extended dtypes (PRNG keys: `key<fry>`),
+    which NumPy cannot interpret and which compare by their implementation."""
+    if not isinstance(dtype, np.dtype) and jnp.issubdtype(cast(Any, dtype), dtypes.extended):
+        return dtype
+    return np.dtype(cast(Any, dtype))
 
 
 def _same_dtype(old_leaf: object, old: _LeafType, new_leaf: object, new: _LeafType) -> bool:
@@ -120,7 +129,7 @@ def _same_dtype(old_leaf: object, old: _LeafType, new_leaf: object, new: _LeafTy
     A weakly typed new value must fit the old dtype (`1` into float32 is fine, `0.5` into
     int32 is not); a weakly typed old value accepts a strong value its promotion yields.
     """
-    if old[1] == new[1]:
+    if bool(old[1] == new[1]):
         return True
     if new[2]:
         target = old[1]
@@ -132,7 +141,7 @@ def _same_dtype(old_leaf: object, old: _LeafType, new_leaf: object, new: _LeafTy
         promoted = np.dtype(dtypes.result_type(old_leaf, new_leaf))
     except (TypeError, ValueError):  # TypePromotionError (strict promotion) is a ValueError.
         return False
-    return _NARROW.get(promoted, promoted) == target
+    return bool(_NARROW.get(promoted, promoted) == target)
 
 
 def _describe(leaf: object) -> str:
@@ -142,7 +151,9 @@ def _describe(leaf: object) -> str:
     if scalar or shape is None or dtype is None:
         return f"Python {type(leaf).__name__}" if scalar else type(leaf).__qualname__
     weak = " (weakly typed)" if getattr(leaf, "weak_type", False) else ""
-    return f"{np.dtype(dtype).name}[{','.join(str(n) for n in shape)}]{weak}"
+    canonical = _canonical(dtype)
+    name = canonical.name if isinstance(canonical, np.dtype) else str(canonical)
+    return f"{name}[{','.join(str(n) for n in shape)}]{weak}"
 
 
 def _raise_structure_error(cls: type, field: str, old: object, new: object) -> None:

@@ -939,3 +939,51 @@ def test_mutating_a_random_field_equals_a_functional_rebuild(
     ):
         assert got is want
     assert all(a is b for a, b in zip(jax.tree_util.tree_leaves(tree), before, strict=True))
+
+
+# ------------------------------------------------------------------------- typed PRNG keys
+
+
+@jdc.pytree_dataclass
+class Rng:
+    key: jax.Array
+    keys: list[jax.Array]
+
+
+def test_typed_prng_keys_validate_like_other_dtypes() -> None:
+    state = Rng(jax.random.key(0), [jax.random.key(1), jax.random.key(2)])
+    with copy_and_mutate(state) as copy:
+        copy.key = jax.random.split(copy.key)[0]
+        copy.keys = [jax.random.key(3), jax.random.key(4)]
+        with pytest.raises(MutationValidationError, match=r"field 'key' of Rng .*dtype") as raw:
+            copy.key = jax.random.PRNGKey(0)  # raw uint32 key data
+        with pytest.raises(MutationValidationError, match=r"field 'key' of Rng .*dtype") as other:
+            copy.key = jax.random.key(0, impl="rbg")
+        with pytest.raises(MutationValidationError, match=r"field 'keys' of Rng.*\[1\]"):
+            copy.keys = [jax.random.key(3), jax.random.PRNGKey(4)]
+    assert "old key<fry>[]" in str(other.value) and "new key<rbg>[]" in str(other.value)
+    assert "uint32[2]" in str(raw.value)
+    assert (
+        jax.random.key_data(copy.keys[0]).tolist()
+        == jax.random.key_data(jax.random.key(3)).tolist()
+    )
+
+
+def test_typed_prng_keys_validate_under_jit() -> None:
+    @jax.jit
+    def advance(state: Rng) -> Rng:
+        with copy_and_mutate(state) as copy:
+            copy.key, copy.keys[0] = jax.random.split(state.key)
+        return copy
+
+    state = advance(Rng(jax.random.key(0), [jax.random.key(1)]))
+    assert jax.dtypes.issubdtype(state.key.dtype, jax.dtypes.prng_key)
+
+    @jax.jit
+    def corrupt(state: Rng) -> Rng:
+        with copy_and_mutate(state) as copy:
+            copy.key = jax.random.key_data(state.key)
+        return copy
+
+    with pytest.raises(MutationValidationError, match=r"field 'key' of Rng"):
+        corrupt(state)
