@@ -4,6 +4,7 @@ from dataclasses import asdict, astuple, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
 from jax_dataclasses._annotations import Static, StaticAnnotationError
+from jax_dataclasses._checkpoints_1_6 import from_v1_6_layout, v1_6_layout
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import EnforcedAnnotationsMixin
 from jax_dataclasses._jit import jit
@@ -31,9 +32,11 @@ __all__ = [
     "copy_and_mutate",
     "field",
     "fields",
+    "from_v1_6_layout",
     "is_dataclass",
     "jit",
     "pytree_dataclass",
     "replace",
     "static_field",
+    "v1_6_layout",
 ]

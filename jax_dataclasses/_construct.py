@@ -97,6 +97,12 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
             helpers[default] = f.default_factory
             body.append(f"{f.name} = {default}()")
         elif f.default is not dataclasses.MISSING:
+            if "__slots__" not in cls.__dict__:
+                # As `dataclasses` does: the class attribute holds the value, so `vars(obj)`
+                # has only what `__init__` takes (and `cls(**vars(obj))` works).
+                if f.name in statics:
+                    check_static_value(cls, f.name, f.default)
+                continue
             helpers[default] = f.default
             body.append(f"{f.name} = {default}")
         elif not post_init:
@@ -112,6 +118,7 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
         body.extend(
             f"if __jdc_type({name}) not in __jdc_ok: __jdc_check(__jdc_type({this}), {name!r}, {name})"
             for name in statics
+            if name in stored
         )
     body.extend(f"__jdc_setattr({this}, {name!r}, {name})" for name in stored)
     if post_init:

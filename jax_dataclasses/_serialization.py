@@ -167,6 +167,9 @@ def _from_state_dict(flax: _FlaxSerialization, target: object, state: object) ->
     state = cast(Mapping[object, object], state)
     missing = [name for name in layout.children if name not in state]
     unknown = [key for key in state if key not in layout.children]
+    fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
+    if not unknown and all(not fields[name].init for name in missing):
+        missing = []  # 1.6 saved no `init=False` field: they keep the target's values.
     if missing or unknown:
         problems: list[str] = []
         if missing:
@@ -184,6 +187,9 @@ def _from_state_dict(flax: _FlaxSerialization, target: object, state: object) ->
     children: list[object] = []
     for name in layout.children:
         old = getattr(target, name)
+        if name not in state:
+            children.append(old)
+            continue
         try:
             new: object = flax.from_state_dict(old, state[name], name=name)
         except KeyError as error:  # flax's list and tuple restore index the state directly.

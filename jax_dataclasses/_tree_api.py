@@ -49,3 +49,13 @@ keystr = cast(
     "Callable[[KeyPath], str]",
     tree_util.keystr,  # pyright: ignore[reportUnknownMemberType]
 )
+
+_tree_flatten_is_leaf = cast(
+    "Callable[[object, IsLeaf], tuple[list[Any], Treedef]]",
+    tree_util.tree_flatten,  # pyright: ignore[reportUnknownMemberType]
+)
+
+
+def one_level(tree: object) -> tuple[list[Any], Treedef]:
+    """The direct children of a node, and the treedef that rebuilds it from new ones."""
+    return _tree_flatten_is_leaf(tree, lambda child: child is not tree)

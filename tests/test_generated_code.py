@@ -148,6 +148,43 @@ def test_vars_shows_the_fields_only() -> None:
     assert rebuilt.w is layer.w and rebuilt.b is layer.b
 
 
+def test_rebuilding_from_dict_works_like_a_frozen_dataclass() -> None:
+    @jdc.pytree_dataclass(kw_only=True)
+    class Config:
+        lr: float
+        depth: jdc.Static[int] = 2
+
+    @jdc.pytree_dataclass
+    class Mixed:
+        x: jax.Array
+        scale: jdc.Static[float] = dataclasses.field(default=1.0, kw_only=True)
+
+    for obj in (Config(lr=0.1), Mixed(jnp.ones(2), scale=2.0)):
+        rebuilt = obj.__class__(**obj.__dict__)
+        assert vars(rebuilt) == vars(obj)
+        assert jax.tree_util.tree_structure(rebuilt) == jax.tree_util.tree_structure(obj)
+
+    # As in `dataclasses`: an init=False field with a plain default is read from the class,
+    # one with a default factory is set on the instance (and is no __init__ argument).
+    @jdc.pytree_dataclass
+    class Counted:
+        x: float
+        count: int = dataclasses.field(default=0, init=False)
+        log: list[int] = dataclasses.field(default_factory=list, init=False)
+
+    @dataclasses.dataclass(frozen=True)
+    class PlainCounted:
+        x: float
+        count: int = dataclasses.field(default=0, init=False)
+        log: list[int] = dataclasses.field(default_factory=list, init=False)
+
+    for cls in (Counted, PlainCounted):
+        assert set(vars(cls(1.0))) == {"x", "log"}
+        with pytest.raises(TypeError, match="unexpected keyword argument 'log'"):
+            cls(**vars(cls(1.0)))
+    assert jax.tree_util.tree_leaves(Counted(1.0)) == [1.0, 0]
+
+
 def test_object_setattr_after_construction_is_what_jax_sees() -> None:
     # The frozen-dataclass idiom for a lazily filled field.
     layer = Layer(jnp.ones(2), jnp.zeros(2))

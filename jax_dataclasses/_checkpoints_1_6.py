@@ -1,0 +1,92 @@
+"""Reading checkpoints that jax_dataclasses 1.6 wrote.
+
+1.6 registered classes without keys, and its pytree left `init=False` fields out, so
+checkpoint libraries that save the tree's structure (orbax) stored each pytree dataclass as
+the list of its children that `__init__` takes. `v1_6_layout` gives a tree that layout, to
+restore into; `from_v1_6_layout` puts what was restored back into the target's classes,
+taking static and `init=False` fields from the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+
+from jax_dataclasses._registry import Layout, layout_of
+from jax_dataclasses._tree_api import is_node, one_level
+
+T = TypeVar("T")
+
+
+def v1_6_layout(tree: Any) -> Any:
+    """`tree` with every pytree dataclass replaced by the list of the children 1.6 saved.
+
+    Restore a 1.6 checkpoint into this (an orbax `restore(path, v1_6_layout(abstract))`
+    keeps the target's shapes, dtypes and shardings), then pass the result to
+    `from_v1_6_layout`.
+    """
+    layout = layout_of(_type_of(tree))
+    if layout is not None:
+        return [v1_6_layout(getattr(tree, name)) for name in _saved_fields(layout)]
+    return _map_children(tree, v1_6_layout)
+
+
+def from_v1_6_layout(target: T, restored: Any) -> T:
+    """`target` with the values of `restored` (a tree in `v1_6_layout(target)`'s layout).
+
+    Static fields, and `init=False` fields (which 1.6 did not save), keep the target's
+    values. Objects are rebuilt without running `__init__`. A `ValueError` names the class
+    whose saved children do not match.
+    """
+    layout = layout_of(_type_of(target))
+    if layout is None:
+        if not is_node(_type_of(target)):
+            return cast(T, restored)
+        children, structure = one_level(target)
+        restored_children, _ = one_level(restored)
+        if len(children) != len(restored_children):
+            raise ValueError(
+                f"the restored tree has {len(restored_children)} entries where the target's "
+                f"{type(target).__qualname__} has {len(children)}"
+            )
+        return cast(
+            T,
+            structure.unflatten(
+                [from_v1_6_layout(t, r) for t, r in zip(children, restored_children, strict=True)]
+            ),
+        )
+    saved = _saved_fields(layout)
+    kind = _type_of(restored)
+    items = list(cast("Sequence[Any]", restored)) if issubclass(kind, list | tuple) else None
+    if items is None or len(items) != len(saved):
+        got = f"{len(items)} entries" if items is not None else kind.__qualname__
+        raise ValueError(
+            f"cannot restore {layout.cls.__qualname__} from a 1.6 checkpoint: expected a list "
+            f"of its {len(saved)} saved children {saved}, got {got}."
+        )
+    values = dict(zip(saved, items, strict=True))
+    new_children = tuple(
+        from_v1_6_layout(getattr(target, name), values[name])
+        if name in values
+        else getattr(target, name)
+        for name in layout.children
+    )
+    statics = tuple(getattr(target, name) for name in layout.statics)
+    return cast(T, layout.unflatten(statics, new_children))
+
+
+def _saved_fields(layout: Layout) -> tuple[str, ...]:
+    """The children 1.6 put in the pytree: those `__init__` takes, in field order."""
+    fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
+    return tuple(name for name in layout.children if fields[name].init)
+
+
+def _type_of(value: object) -> type:
+    return type(value)
+
+
+def _map_children(tree: Any, function: Callable[[Any], Any]) -> Any:
+    if not is_node(_type_of(tree)):
+        return tree
+    children, structure = one_level(tree)
+    return structure.unflatten([function(child) for child in children])

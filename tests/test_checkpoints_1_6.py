@@ -1,0 +1,146 @@
+"""Checkpoints written with jax_dataclasses 1.6 load into the same classes.
+
+1.6 registered each class with `jax.tree_util.register_pytree_node` (no keys), flattening the
+fields `__init__` takes (children in field order, static values as aux data) and leaving
+`init=False` fields out; its flax state dicts held the same children by name. `Legacy*`
+below are registered exactly that way, so what they write is what 1.6 wrote (checked against
+jax_dataclasses 1.6.3 itself: the same orbax tree metadata and flax state dicts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_dataclasses as jdc
+
+serialization = pytest.importorskip("flax.serialization")
+ocp = pytest.importorskip("orbax.checkpoint")
+
+
+@jdc.pytree_dataclass
+class Layer:
+    w: jax.Array
+    b: jax.Array
+    activation: jdc.Static[str] = "tanh"
+
+
+@jdc.pytree_dataclass
+class Model:
+    encoder: Layer
+    heads: list[Layer]
+    steps: jax.Array = dataclasses.field(init=False)
+    name: jdc.Static[str] = "model"
+
+    def __post_init__(self) -> None:
+        self.steps = jnp.zeros((), jnp.int32)
+
+
+def _register_as_1_6(cls: type, children: list[str], statics: list[str]) -> None:
+    def flatten(obj: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        return tuple(getattr(obj, n) for n in children), tuple(getattr(obj, n) for n in statics)
+
+    def unflatten(aux: tuple[Any, ...], values: tuple[Any, ...]) -> Any:
+        return cls(
+            **dict(zip(children, values, strict=True)), **dict(zip(statics, aux, strict=True))
+        )
+
+    jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+    serialization.register_serialization_state(
+        cls,
+        lambda obj: {n: serialization.to_state_dict(getattr(obj, n)) for n in children},
+        lambda target, state: target,  # only used to write
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class LegacyLayer:
+    w: jax.Array
+    b: jax.Array
+    activation: str = "tanh"
+
+
+@dataclasses.dataclass(frozen=True)
+class LegacyModel:
+    encoder: LegacyLayer
+    heads: list[LegacyLayer]
+    steps: jax.Array = dataclasses.field(init=False, default=None)  # type: ignore[assignment]
+    name: str = "model"
+
+
+_register_as_1_6(LegacyLayer, ["w", "b"], ["activation"])
+_register_as_1_6(LegacyModel, ["encoder", "heads"], ["name"])
+
+
+def saved_model() -> LegacyModel:
+    return LegacyModel(
+        LegacyLayer(jnp.arange(6.0).reshape(2, 3), jnp.ones(3)),
+        [LegacyLayer(jnp.eye(3), jnp.full(3, 2.0), "relu")],
+    )
+
+
+def target_model() -> Model:
+    return Model(
+        Layer(jnp.zeros((2, 3)), jnp.zeros(3)), [Layer(jnp.zeros((3, 3)), jnp.zeros(3), "relu")]
+    )
+
+
+def assert_restored(restored: Model) -> None:
+    assert type(restored) is Model and type(restored.heads[0]) is Layer
+    np.testing.assert_array_equal(restored.encoder.w, np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(restored.heads[0].b, np.full(3, 2.0))
+    assert restored.heads[0].activation == "relu" and restored.steps == 0
+
+
+def test_orbax_checkpoint_written_by_1_6_restores_through_its_layout(tmp_path: Path) -> None:
+    directory = tmp_path / "checkpoint"
+    target = target_model()
+    with ocp.StandardCheckpointer() as checkpointer:
+        checkpointer.save(directory, saved_model())
+        checkpointer.wait_until_finished()
+        with pytest.raises(ValueError):  # the keyed layout does not match 1.6's
+            checkpointer.restore(directory, jax.tree.map(ocp.utils.to_shape_dtype_struct, target))
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+        restored = checkpointer.restore(directory, jdc.v1_6_layout(abstract))
+        untargeted = checkpointer.restore(directory)
+    assert_restored(jdc.from_v1_6_layout(target, restored))
+    assert_restored(jdc.from_v1_6_layout(target, untargeted))
+
+
+def test_v1_6_layout_is_what_1_6_flattened() -> None:
+    legacy = saved_model()
+    ours = Model(
+        Layer(legacy.encoder.w, legacy.encoder.b), [Layer(legacy.heads[0].w, legacy.heads[0].b)]
+    )
+    layout = jdc.v1_6_layout(ours)
+    assert [id(x) for x in jax.tree.leaves(layout)] == [id(x) for x in jax.tree.leaves(legacy)]
+    assert jax.tree.structure(layout) == jax.tree.structure([[0, 0], [[0, 0]]])
+
+
+def test_a_checkpoint_of_another_layout_names_the_class() -> None:
+    with pytest.raises(
+        ValueError, match=r"cannot restore Layer from a 1.6 checkpoint: .*3 entries"
+    ):
+        jdc.from_v1_6_layout(target_model(), [[1, 2, 3], [[1, 2]]])
+
+
+def test_flax_state_dict_written_by_1_6_restores_init_false_fields_from_the_target() -> None:
+    state = serialization.to_state_dict(saved_model())  # 1.6 left `steps` out
+    assert set(state) == {"encoder", "heads"}
+    restored = serialization.from_state_dict(target_model(), state)
+    assert_restored(restored)
+    from_bytes = serialization.from_bytes(target_model(), serialization.to_bytes(saved_model()))
+    assert_restored(from_bytes)
+
+
+def test_flax_state_missing_an_init_field_is_still_an_error() -> None:
+    state = dict(serialization.to_state_dict(saved_model()))
+    del state["encoder"]
+    with pytest.raises(ValueError, match=r"Model at path .*missing field\(s\) 'encoder'"):
+        serialization.from_state_dict(target_model(), state)
