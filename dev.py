@@ -4,13 +4,19 @@
     python3 dev.py tour             run examples/tour.py
     python3 dev.py test [ARGS...]   ruff check, ruff format --check, mypy, pyright,
                                     then pytest -n 2 ARGS (ARGS: everything after `test`)
+    python3 dev.py test --oldest [ARGS...]
+                                    pytest -n 2 ARGS in `.venv-oldest`, built from
+                                    constraints-oldest.txt: the oldest supported jax, jaxlib,
+                                    flax, orbax-checkpoint, numpy and typing_extensions
     python3 dev.py lint             ruff check, ruff format --check
     python3 dev.py typecheck        mypy, pyright
 
 Every command first ensures the virtual environment: it creates `.venv` (or the directory named
 by the JDC_VENV environment variable) with `python3 -m venv` if needed, and runs
 `pip install -c constraints.txt -e '.[dev]'` whenever the stamp file `<venv>/.jdc-stamp` is
-missing or does not match the current hash of pyproject.toml and constraints.txt.
+missing or does not match the current hash of pyproject.toml and constraints.txt. `--oldest`
+does the same for `.venv-oldest` (or JDC_VENV_OLDEST) with constraints-oldest.txt and the
+`test` extra.
 
 Steps run in order and stop at the first failure; the exit code is that step's exit code.
 CI runs exactly `python3 dev.py test` (see .ci/run and .github/workflows/ci.yml).
@@ -24,20 +30,37 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent
 STAMP_NAME = ".jdc-stamp"
-STAMP_INPUTS = ("pyproject.toml", "constraints.txt")
 MIN_PYTHON = (3, 11)
+OLDEST = "--oldest"
+
+
+class Corner(NamedTuple):
+    """A tested corner of the supported versions: its venv, pins and extra."""
+
+    name: str
+    venv_variable: str
+    constraints: str
+    extra: str
+
+    def stamp_inputs(self) -> tuple[str, str]:
+        return ("pyproject.toml", self.constraints)
+
+
+NEWEST = Corner(".venv", "JDC_VENV", "constraints.txt", "dev")
+OLDEST_CORNER = Corner(".venv-oldest", "JDC_VENV_OLDEST", "constraints-oldest.txt", "test")
 
 
 def log(message: str) -> None:
     print(f"[dev.py] {message}", flush=True)
 
 
-def venv_dir() -> Path:
-    override = os.environ.get("JDC_VENV")
-    return Path(override).resolve() if override else ROOT / ".venv"
+def venv_dir(corner: Corner) -> Path:
+    override = os.environ.get(corner.venv_variable)
+    return Path(override).resolve() if override else ROOT / corner.name
 
 
 def venv_bin(venv: Path) -> Path:
@@ -57,9 +80,9 @@ def venv_env(venv: Path) -> dict[str, str]:
     return env
 
 
-def stamp_digest() -> str:
+def stamp_digest(corner: Corner) -> str:
     digest = hashlib.sha256()
-    for name in STAMP_INPUTS:
+    for name in corner.stamp_inputs():
         digest.update(name.encode() + b"\0")
         digest.update((ROOT / name).read_bytes())
         digest.update(b"\0")
@@ -71,9 +94,9 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> int:
     return subprocess.call(cmd, cwd=ROOT, env=env)
 
 
-def ensure_venv() -> Path:
+def ensure_venv(corner: Corner) -> Path:
     """Create the venv if missing and (re)install the project if the stamp is stale."""
-    venv = venv_dir()
+    venv = venv_dir(corner)
     python = venv_exe(venv, "python")
     if not python.exists():
         log(f"creating virtual environment {venv}")
@@ -83,17 +106,19 @@ def ensure_venv() -> Path:
             )
 
     stamp = venv / STAMP_NAME
-    digest = stamp_digest()
+    digest = stamp_digest(corner)
     current = stamp.read_text().strip() if stamp.exists() else None
     if current == digest:
         log(f"virtual environment {venv} is up to date")
         return venv
 
-    reason = "no install stamp" if current is None else "pyproject.toml or constraints.txt changed"
+    reason = (
+        "no install stamp" if current is None else f"{' or '.join(corner.stamp_inputs())} changed"
+    )
     log(f"installing the project into {venv} ({reason})")
     quiet_ci = ["--progress-bar=off"] if os.environ.get("CI") else []
     install = [str(python), "-m", "pip", "install", *quiet_ci]
-    install += ["-c", "constraints.txt", "-e", ".[dev]"]
+    install += ["-c", corner.constraints, "-e", f".[{corner.extra}]"]
     code = run(install, env=venv_env(venv))
     if code != 0:
         log("FAILED: pip install")
@@ -105,6 +130,10 @@ def ensure_venv() -> Path:
 def steps_for(command: str, venv: Path, pytest_args: list[str]) -> list[tuple[str, list[str]]]:
     def tool(name: str) -> str:
         return str(venv_exe(venv, name))
+
+    pytest = ("pytest", [tool("pytest"), "-n", "2", *pytest_args])
+    if command == "test-oldest":  # The suite only: lint and type-checking need no old jax.
+        return [pytest]
 
     lint = [
         ("ruff check", [tool("ruff"), "check", "."]),
@@ -123,7 +152,7 @@ def steps_for(command: str, venv: Path, pytest_args: list[str]) -> list[tuple[st
     if command == "typecheck":
         return typecheck
     if command == "test":
-        return [*lint, *typecheck, ("pytest", [tool("pytest"), "-n", "2", *pytest_args])]
+        return [*lint, *typecheck, pytest]
     if command == "tour":
         return [("tour", [tool("python"), "examples/tour.py"])]
     raise ValueError(command)
@@ -150,7 +179,9 @@ def main(argv: list[str]) -> int:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("tour", help="run examples/tour.py")
     commands.add_parser(
-        "test", help="lint, type-check, then pytest -n 2 ARGS (all arguments after `test`)"
+        "test",
+        help="lint, type-check, then pytest -n 2 ARGS (all arguments after `test`); "
+        f"`test {OLDEST} ARGS`: pytest with the oldest supported versions",
     )
     commands.add_parser("lint", help="ruff check, ruff format --check")
     commands.add_parser("typecheck", help="mypy, pyright")
@@ -165,8 +196,11 @@ def main(argv: list[str]) -> int:
         log(f"Python >= {wanted} is required, this is {sys.version.split()[0]}")
         return 1
 
-    venv = ensure_venv()
-    return run_steps(steps_for(args.command, venv, pytest_args), venv)
+    command, corner = args.command, NEWEST
+    if command == "test" and pytest_args[:1] == [OLDEST]:
+        command, corner, pytest_args = "test-oldest", OLDEST_CORNER, pytest_args[1:]
+    venv = ensure_venv(corner)
+    return run_steps(steps_for(command, venv, pytest_args), venv)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ _ALIAS_TYPES: tuple[type, ...] = tuple(
 )
 """`type S = ...` (Python 3.12+) and `typing_extensions.TypeAliasType`: resolved to their value."""
 _UNDECIDED = object()
+_UNEVALUATED_ALIAS = object()
+"""A type alias whose value names something not defined yet: it may or may not be Static."""
 
 
 class StaticAnnotationError(TypeError):
@@ -49,7 +51,7 @@ class StaticAnnotationError(TypeError):
 
 def _unalias(obj: object) -> object:
     """What a type alias names (`S` or `S[int]` for `type S[T] = Static[T]`), else `obj`;
-    _UNDECIDED if its value cannot be evaluated yet."""
+    _UNEVALUATED_ALIAS if its value cannot be evaluated yet."""
     while True:
         origin: object = typing.get_origin(obj)
         alias: object = origin if isinstance(origin, _ALIAS_TYPES) else obj
@@ -58,17 +60,23 @@ def _unalias(obj: object) -> object:
         try:
             obj = cast(object, getattr(alias, "__value__"))  # noqa: B009  # untyped attribute
         except NameError:
-            return _UNDECIDED
+            return _UNEVALUATED_ALIAS
 
 
 def _is_static_object(obj: object) -> bool:
-    """True for `Static` itself, `Static[X]`, `jdc.Static` aliases and `Annotated[X, marker]`."""
+    """True for `Static` itself, `Static[X]`, `jdc.Static` aliases, `Annotated[X, marker]`, type
+    aliases of these, and `Annotated[<one of these>, ...]`."""
     obj = _unalias(obj)
     metadata = getattr(obj, "__metadata__", None)
-    return isinstance(metadata, tuple) and any(
+    if not isinstance(metadata, tuple):
+        return False
+    if any(
         m is STATIC_MARKER or m == LEGACY_STATIC_MARKER
         for m in cast("tuple[object, ...]", metadata)
-    )
+    ):
+        return True
+    origin: object = getattr(obj, "__origin__", None)  # `Annotated[S, "doc"]` with S an alias
+    return origin is not None and origin is not obj and _is_static_object(origin)
 
 
 def _lookup(node: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) -> object:
@@ -112,8 +120,8 @@ def _decide_source(expr: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) ->
     if not isinstance(head, ast.Name | ast.Attribute):
         return False  # `int | None`, literals, calls: never Static at the top.
     obj = _unalias(_lookup(head, namespaces))
-    if obj is _UNDECIDED:
-        return _UNDECIDED
+    if obj is _UNDECIDED or obj is _UNEVALUATED_ALIAS:
+        return obj
     if _is_static_object(obj):
         return True
     if obj in _ANNOTATED_ORIGINS and isinstance(expr, ast.Subscript):
@@ -135,7 +143,7 @@ def _mentions_static_object(annotation: object, namespaces: tuple[Mapping[str, A
     if _is_static_object(annotation):
         return True
     value = _unalias(annotation)
-    if value is not annotation and value is not _UNDECIDED:
+    if value is not annotation and value is not _UNEVALUATED_ALIAS:
         return _mentions_static_object(value, namespaces)
     return any(_mentions_static_object(arg, namespaces) for arg in typing.get_args(annotation))
 
@@ -167,11 +175,18 @@ def is_static_annotation(
             args_mention = _spells_static(expr)
     else:
         decision = _is_static_object(annotation) or (
-            _UNDECIDED if _unalias(annotation) is _UNDECIDED else False
+            _UNEVALUATED_ALIAS if _unalias(annotation) is _UNEVALUATED_ALIAS else False
         )
         args_mention = decision is False and _mentions_static_object(annotation, namespaces)
     if decision is True:
         return True
+    if decision is _UNEVALUATED_ALIAS:
+        raise StaticAnnotationError(
+            f"cannot tell whether the annotation {_show(annotation)} of {where} is Static: it is "
+            "a type alias whose value names something not defined yet where the class or "
+            "function is created. Define the alias after the names it uses, or write the "
+            "annotation out (Static[...] around the whole type if it is static)."
+        )
     if args_mention:
         shown = annotation if isinstance(annotation, str) else _show(annotation)
         if decision is _UNDECIDED:

@@ -40,7 +40,7 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
     """
     layout = layout_of(_type_of(target))
     if layout is None:
-        if not is_node(_type_of(target)):
+        if not is_node(target):
             return cast(T, restored)
         children, structure = one_level(target)
         restored_children, _ = one_level(restored)
@@ -86,7 +86,7 @@ def _type_of(value: object) -> type:
 
 
 def _map_children(tree: Any, function: Callable[[Any], Any]) -> Any:
-    if not is_node(_type_of(tree)):
+    if not is_node(tree):
         return tree
     children, structure = one_level(tree)
     return structure.unflatten([function(child) for child in children])

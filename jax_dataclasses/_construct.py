@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -97,7 +98,7 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
             helpers[default] = f.default_factory
             body.append(f"{f.name} = {default}()")
         elif f.default is not dataclasses.MISSING:
-            if "__slots__" not in cls.__dict__:
+            if inspect.getattr_static(cls, f.name, None) is f.default:
                 # As `dataclasses` does: the class attribute holds the value, so `vars(obj)`
                 # has only what `__init__` takes (and `cls(**vars(obj))` works).
                 if f.name in statics:

@@ -102,12 +102,14 @@ instances first go through `copy_and_mutate`.
 """
 
 
-def _kind(cls: type) -> _Kind | None:
-    """Classify a type seen for the first time: its kind, or None (and remember) for a leaf."""
+def _kind(node: object) -> _Kind | None:
+    """Classify the type of `node`, seen for the first time: its kind, or None (and remember)
+    for a leaf."""
+    cls = type(node)
     layout = layout_of(cls)
     if layout is not None:
         kind: _Kind = _Dataclass(layout)
-    elif is_node(cls):
+    elif is_node(node):
         kind = _OTHER
     else:
         _LEAF_TYPES.add(cls)
@@ -136,7 +138,7 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
         cls = type_of(node)
         if cls in leaf_types:
             return node
-        kind = kinds.get(cls) or _kind(cls)
+        kind = kinds.get(cls) or _kind(node)
         if kind is None:
             return node
         key = id(node)
@@ -148,22 +150,30 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
             children, statics = kind.read(node)
             for child in children:
                 if type_of(child) not in leaf_types:
-                    children = tuple([copy(child) for child in children])
+                    copied: list[Any] = []  # A loop, not a comprehension: one frame per level.
+                    for item in children:
+                        copied.append(copy(item))
+                    children = tuple(copied)
                     break
             # else: only leaves (most nodes of a model), so the copy shares the children tuple.
             result = new_object(cls)
             kind.fill(result, statics, children)
             created.append(result)
-        elif kind is _LIST:
-            result = [child if type_of(child) in leaf_types else copy(child) for child in node]
         elif kind is _DICT:
-            result = {name: copy(child) for name, child in node.items()}
-        elif kind is _TUPLE:
-            result = tuple([copy(child) for child in node])
-        else:  # Any other registered node: one level of JAX's own flatten, then unflatten.
-            items: Iterable[Any] = cast(tuple[Iterable[Any], Any], flatten_one_level(node))[0]
-            copied = [copy(child) for child in items]
-            result = tree_structure(node, lambda child: child is not node).unflatten(copied)
+            result = {}
+            for name, child in node.items():
+                result[name] = copy(child)
+        else:
+            items: Iterable[Any] = node  # A list or tuple; else one level of JAX's flatten.
+            if kind is _OTHER:
+                items = cast(tuple[Iterable[Any], Any], flatten_one_level(node))[0]
+            result = []
+            for child in items:
+                result.append(child if type_of(child) in leaf_types else copy(child))
+            if kind is _TUPLE:
+                result = tuple(result)
+            elif kind is _OTHER:
+                result = tree_structure(node, lambda child: child is not node).unflatten(result)
         on_path.discard(key)
         return result
 
@@ -190,7 +200,7 @@ def _cycle_paths(
     for ancestor, ancestor_path in ancestors:
         if ancestor is tree:
             return (path, ancestor_path) if tree is node else None
-    if _type_of(tree) in _LEAF_TYPES or (_KINDS.get(type(tree)) or _kind(type(tree))) is None:
+    if _type_of(tree) in _LEAF_TYPES or (_KINDS.get(type(tree)) or _kind(tree)) is None:
         return None
     ancestors.append((tree, path))
     children = tree_flatten_with_path(tree, lambda child: child is not tree)[0]

@@ -191,13 +191,13 @@ def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
 
 def _adopt(sub: type) -> None:
     """Register an undecorated subclass with its pytree base's fields, so its instances are
-    pytrees too. A class `dataclasses` is building (a `slots=True` copy) is left to its
-    decorator.
+    pytrees too. (A decorator that runs later, on it or on the `slots=True` copy `dataclasses`
+    makes of it, registers it again with its own fields.)
 
     One that adds fields is not registered, and gets an `__init__` that says to decorate it
     (keeping its own for the decorator), since a decorator that runs later (ours, or
     `dataclasses`', which keeps an `__init__` it finds) may not come."""
-    if "__dataclass_fields__" in sub.__dict__ or layout_of(sub) is not None:
+    if layout_of(sub) is not None:
         return
     if new_fields(sub):
         _install(sub, {"__init__": undecorated_init(sub.__dict__.get("__init__"))})

@@ -33,7 +33,17 @@ _CONSTRUCTING: ContextVar[list[object] | None] = ContextVar(
 
 
 def frozen_setattr(self: object, name: str, value: object) -> None:
-    """`__setattr__` of every pytree dataclass: refused unless the object may be assigned."""
+    """`__setattr__` of every pytree dataclass: refused unless the object may be assigned.
+
+    1.6's marks (`_legacy_mutability`) come first: code that marks an object decides alone.
+    """
+    legacy = getattr(self, MUTABILITY_ATTR, None)
+    if legacy is Mutability.MUTABLE:
+        assign_field(self, name, value, validate=True)
+        return
+    if legacy is Mutability.MUTABLE_NO_VALIDATION:  # 1.6 let this set anything.
+        object.__setattr__(self, name, value)
+        return
     constructing = _CONSTRUCTING.get()
     if constructing and constructing[0] is self:
         if name not in layout_of(type(self)).fields:  # type: ignore[union-attr]  # Registered: it is being constructed.
@@ -44,10 +54,6 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
     assign = None if allowed is None else allowed.get(id(self))
     if assign is not None:
         assign(self, name, value)
-        return
-    legacy = getattr(self, MUTABILITY_ATTR, None)  # 1.6's marks (`_legacy_mutability`)
-    if legacy is Mutability.MUTABLE or legacy is Mutability.MUTABLE_NO_VALIDATION:
-        assign_field(self, name, value, validate=legacy is Mutability.MUTABLE)
         return
     if layout_of(type(self)) is None:  # An undecorated subclass's own `__init__`.
         raise_unregistered(type(self))

@@ -5,9 +5,9 @@
 and until marked again. Those libraries import both names from
 `jax_dataclasses._copy_and_mutate`, read `obj.__mutability__` to restore the previous state,
 and assign fields of marked objects outside any `copy_and_mutate` block. Marked objects are
-assigned through `_frozen.assign_field`, with `copy_and_mutate`'s rules: `MUTABLE` validates
-like `copy_and_mutate(obj)`, `MUTABLE_NO_VALIDATION` like `copy_and_mutate(obj,
-validate=False)`; either way only fields can be assigned. New code uses `copy_and_mutate`.
+assigned by `_frozen.frozen_setattr`: `MUTABLE` validates like `copy_and_mutate(obj)` (fields
+only); `MUTABLE_NO_VALIDATION` sets anything, as 1.6 did (attributes that are not fields do not
+survive JAX transformations). New code uses `copy_and_mutate`.
 """
 
 from __future__ import annotations

@@ -121,8 +121,8 @@ def _generate(cls: type, children: tuple[str, ...], statics: tuple[str, ...]) ->
             cls,
             "flatten_with_keys",
             ["o"],
-            [f"return (tuple(zip(__jdc_keys, {child_values})), {static_values})"],
-            {"__jdc_keys": keys},
+            [f"return (__jdc_tuple(__jdc_zip(__jdc_keys, {child_values})), {static_values})"],
+            {"__jdc_keys": keys, "__jdc_tuple": tuple, "__jdc_zip": zip},
         ),
         unflatten=make_function(
             cls,

@@ -40,11 +40,14 @@ flatten_one_level = cast(
     tree_util.default_registry.flatten_one_level,  # pyright: ignore[reportUnknownMemberType]
 )
 """A node's children and aux data, or None for a leaf."""
-is_node = cast(
-    "Callable[[type], bool]",
-    tree_util.default_registry.is_node,  # pyright: ignore[reportUnknownMemberType]
-)
-"""Whether JAX treats values of this type as pytree nodes (rather than leaves)."""
+
+
+def is_node(value: object) -> bool:
+    """Whether JAX treats `value` as a pytree node rather than a leaf (by its type: every value
+    of the type gets the same answer)."""
+    return flatten_one_level(value) is not None
+
+
 keystr = cast(
     "Callable[[KeyPath], str]",
     tree_util.keystr,  # pyright: ignore[reportUnknownMemberType]

