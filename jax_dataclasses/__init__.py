@@ -1,5 +1,7 @@
 """Dataclasses that are JAX pytrees: `@pytree_dataclass`, `Static[T]`, and friends."""
 
+__version__ = "2.0.0"  # The one place: pyproject.toml reads it.
+
 from dataclasses import asdict, astuple, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
