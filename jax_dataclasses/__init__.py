@@ -10,6 +10,7 @@ from jax_dataclasses._checkpoints_1_6 import from_v1_6_layout, v1_6_layout
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import EnforcedAnnotationsMixin
 from jax_dataclasses._jit import jit
+from jax_dataclasses._printing import pformat, pprint
 from jax_dataclasses._serialization import install_flax_hooks as _install_flax_hooks
 from jax_dataclasses._static_values import StaticFieldWarning
 from jax_dataclasses._validate import MutationValidationError
@@ -37,6 +38,8 @@ __all__ = [
     "from_v1_6_layout",
     "is_dataclass",
     "jit",
+    "pformat",
+    "pprint",
     "pytree_dataclass",
     "replace",
     "static_field",

@@ -27,6 +27,7 @@ from jax_dataclasses._construct import (
 )
 from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
 from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
+from jax_dataclasses._printing import dataclass_repr, repr_pretty
 from jax_dataclasses._registry import layout_of, new_fields, register
 
 _STATIC_METADATA = (("static", True), ("pytree_node", False), (LEGACY_STATIC_MARKER, True))
@@ -82,6 +83,7 @@ def pytree_dataclass(
 def _process_class(target: object, options: dict[str, bool], localns: Mapping[str, Any]) -> type:
     cls = _check_decoratable(target)
     own_init = cls.__dict__.get("__init__")
+    own_repr = "__repr__" in cls.__dict__
     if hasattr(own_init, UNDECORATED_ATTR):  # Set by `_adopt` before this decorator ran.
         own_init = getattr(own_init, UNDECORATED_ATTR)
     array_defaults = _hide_array_defaults(cls)
@@ -114,6 +116,9 @@ def _process_class(target: object, options: dict[str, bool], localns: Mapping[st
         )
         if init is not object.__init__:
             methods["__init__"] = wrap_own_init(init)
+    if options["repr"] and not own_repr:
+        methods["__repr__"] = dataclass_repr
+        methods["_repr_pretty_"] = repr_pretty
     if not hasattr(cls, MUTABILITY_ATTR):  # What 1.6 code reads on any instance.
         methods[MUTABILITY_ATTR] = Mutability.FROZEN
     if options["slots"] and not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]

@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import dtypes
 
+from jax_dataclasses._printing import array_summary
+from jax_dataclasses._registry import layout_of
 from jax_dataclasses._tree_api import (
     KeyPath,
     Treedef,
@@ -145,29 +147,67 @@ def _same_dtype(old_leaf: object, old: _LeafType, new_leaf: object, new: _LeafTy
 
 
 def _describe(leaf: object) -> str:
-    scalar = type(leaf) in _PYTHON_SCALARS
-    shape = getattr(leaf, "shape", None)
-    dtype = getattr(leaf, "dtype", None)
-    if scalar or shape is None or dtype is None:
-        return f"Python {type(leaf).__name__}" if scalar else type(leaf).__qualname__
+    """A leaf in the repr's notation (`f32[3]`), or its Python type."""
+    if type(leaf) in _PYTHON_SCALARS:
+        return f"Python {type(leaf).__name__}"
+    if getattr(leaf, "shape", None) is None or getattr(leaf, "dtype", None) is None:
+        return type(leaf).__qualname__
     weak = " (weakly typed)" if getattr(leaf, "weak_type", False) else ""
-    canonical = _canonical(dtype)
-    name = canonical.name if isinstance(canonical, np.dtype) else str(canonical)
-    return f"{name}[{','.join(str(n) for n in shape)}]{weak}"
+    return array_summary(leaf) + weak
 
 
 def _raise_structure_error(cls: type, field: str, old: object, new: object) -> None:
     path, old_part, new_part = _first_difference(old, new, ()) or ((), old, new)
-    raise MutationValidationError(
-        _message(
-            cls,
-            field,
-            path,
-            "tree structure",
-            _short(str(tree_structure(old_part, None))),
-            _short(str(tree_structure(new_part, None))),
-        )
+    key_path = keystr(tuple(path))
+    where = (
+        f"at key path {key_path} ({cls.__qualname__}.{field}{key_path})"
+        if key_path
+        else "of the field's value itself"
     )
+    raise MutationValidationError(
+        f"copy_and_mutate: assigning to field {field!r} of {cls.__qualname__} changes the "
+        f"tree structure {where}: {_what_changed(old_part, new_part)}. "
+        + _FIX.format(what="tree structure")
+    )
+
+
+def _what_changed(old: object, new: object) -> str:
+    """The difference between two nodes whose own level differs, in a few words."""
+    kind = type(old)
+    if kind is type(new):
+        before, after = cast(Any, old), cast(Any, new)
+        if issubclass(kind, list | tuple) and len(before) != len(after):
+            count, changed = len(before), len(after)
+            low, high = sorted((count, changed))
+            span = f"[{low}]" if high == low + 1 else f"[{low}:{high}]"
+            verb = "removed" if changed < count else "added"
+            return f"{kind.__name__} of {count} → {_items(changed)}, {span} {verb}"
+        if issubclass(kind, dict):
+            added = sorted(map(repr, set(after) - set(before)))
+            removed = sorted(map(repr, set(before) - set(after)))
+            changes = [f"keys {', '.join(added)} added"] if added else []
+            changes += [f"keys {', '.join(removed)} removed"] if removed else []
+            return "dict " + ", ".join(changes)
+        layout = layout_of(type(new))
+        for name in layout.statics if layout is not None else ():
+            value, replacement = getattr(old, name), getattr(new, name)
+            if value is not replacement and value != replacement:
+                return f"static field {name!r} of {kind.__qualname__}: {value!r} → {replacement!r}"
+    return f"{_summary(old)} → {_summary(new)}"
+
+
+def _items(count: int) -> str:
+    return "1 item" if count == 1 else f"{count} items"
+
+
+def _summary(node: object) -> str:
+    """A node or leaf in a few words: `f32[3]`, `None`, `list of 2 items`, `Linear`."""
+    kind = type(node)
+    if issubclass(kind, list | tuple | dict):
+        return f"{kind.__name__} of {_items(len(cast(Any, node)))}"
+    if node is None or not is_node(node):
+        return "None" if node is None else _describe(node)
+    return kind.__qualname__
 
 
 def _first_difference(
@@ -192,10 +232,6 @@ def _one_level(tree: object) -> Treedef:
 
 def _children(tree: object) -> list[tuple[KeyPath, Any]]:
     return tree_flatten_with_path(tree, lambda child: child is not tree)[0]
-
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _message(cls: type, field: str, path: Sequence[Any], what: str, old: str, new: str) -> str:

@@ -6,7 +6,6 @@ import asyncio
 import collections
 import dataclasses
 import gc
-import re
 import threading
 import warnings
 import weakref
@@ -672,8 +671,8 @@ def test_shape_error_names_class_field_key_path_and_shapes() -> None:
     assert "shape" in message
     assert "['bias'][0]" in message
     assert "Block.params['bias'][0]" in message
-    assert "old float32[2]" in message
-    assert "new float32[5]" in message
+    assert "old f32[2]" in message
+    assert "new f32[5]" in message
     assert "validate=False" in message
 
 
@@ -683,8 +682,8 @@ def test_dtype_error_names_class_field_and_dtypes() -> None:
     message = _message_of(error)
     assert "field 'array' of Foo" in message
     assert "dtype" in message
-    assert "old float64[3]" in message
-    assert "new int32[3]" in message
+    assert "old f64[3]" in message
+    assert "new i32[3]" in message
 
 
 def test_structure_error_names_the_differing_key_path() -> None:
@@ -697,8 +696,7 @@ def test_structure_error_names_the_differing_key_path() -> None:
     assert "field 'params' of Block" in message
     assert "tree structure" in message
     assert "key path ['bias']" in message
-    assert "old PyTreeDef([*])" in message
-    assert "new PyTreeDef([*, *])" in message
+    assert "list of 1 → 2 items, [1] added" in message
 
 
 def test_structure_error_for_a_nested_static_value() -> None:
@@ -707,8 +705,23 @@ def test_structure_error_for_a_nested_static_value() -> None:
         copy.blocks = [Block(linear(), linear(), {}, width=5)]
     message = _message_of(error)
     assert "key path [0]" in message
-    assert re.search(r"old PyTreeDef\(CustomNode\(Block\[\(4,\)\]", message)
-    assert re.search(r"new PyTreeDef\(CustomNode\(Block\[\(5,\)\]", message)
+    assert "static field 'width' of Block: 4 → 5" in message
+
+
+def test_structure_error_says_which_items_were_removed_or_added() -> None:
+    original = Model(blocks=[Block(linear(), linear(), {}) for _ in range(24)], head=())
+    with copy_and_mutate(original) as copy:
+        with pytest.raises(MutationValidationError, match=r"list of 24 → 23 items, \[23\] removed"):
+            copy.blocks = copy.blocks[:23]
+        with pytest.raises(
+            MutationValidationError, match=r"list of 24 → 26 items, \[24:26\] added"
+        ):
+            copy.blocks = [*copy.blocks, linear(), linear()]
+    with (
+        copy_and_mutate({"a": Foo({"a": 1.0})}) as copy,
+        pytest.raises(MutationValidationError, match=r"dict keys 'b' added, keys 'a' removed"),
+    ):
+        copy["a"].array = {"b": 1.0}
 
 
 def test_structure_error_at_the_top_of_the_field() -> None:
@@ -717,8 +730,7 @@ def test_structure_error_at_the_top_of_the_field() -> None:
     message = _message_of(error)
     assert "field 'array' of Bar" in message
     assert "the field's value itself" in message
-    assert "old PyTreeDef(*)" in message
-    assert "new PyTreeDef(None)" in message
+    assert "f64[3] → None" in message
 
 
 @pytest.mark.parametrize(
@@ -750,15 +762,15 @@ def test_compatible_leaves(old: Any, new: Any) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "what", "old_text", "new_text"),
     [
-        (np.zeros(3, np.float32), np.zeros(3, np.float16), "dtype", "float32[3]", "float16[3]"),
-        (np.zeros(3, np.int32), np.zeros(3, np.uint32), "dtype", "int32[3]", "uint32[3]"),
-        (np.zeros(3, np.float32), np.zeros(3, np.int32), "dtype", "float32[3]", "int32[3]"),
-        (jnp.zeros((), jnp.int32), 0.5, "dtype", "int32[]", "Python float"),
+        (np.zeros(3, np.float32), np.zeros(3, np.float16), "dtype", "f32[3]", "f16[3]"),
+        (np.zeros(3, np.int32), np.zeros(3, np.uint32), "dtype", "i32[3]", "u32[3]"),
+        (np.zeros(3, np.float32), np.zeros(3, np.int32), "dtype", "f32[3]", "i32[3]"),
+        (jnp.zeros((), jnp.int32), 0.5, "dtype", "i32[]", "Python float"),
         (2, 0.5, "dtype", "Python int", "Python float"),
-        (1.5, jnp.zeros((), jnp.int32), "dtype", "Python float", "int32[]"),
-        (jnp.zeros(3), 1.0, "shape", "float32[3]", "Python float"),
-        (np.zeros((2, 3)), np.zeros((3, 2)), "shape", "float64[2,3]", "float64[3,2]"),
-        (np.zeros(3), "text", "leaf type", "float64[3]", "str"),
+        (1.5, jnp.zeros((), jnp.int32), "dtype", "Python float", "i32[]"),
+        (jnp.zeros(3), 1.0, "shape", "f32[3]", "Python float"),
+        (np.zeros((2, 3)), np.zeros((3, 2)), "shape", "f64[2,3]", "f64[3,2]"),
+        (np.zeros(3), "text", "leaf type", "f64[3]", "str"),
     ],
 )
 def test_incompatible_leaves(old: Any, new: Any, what: str, old_text: str, new_text: str) -> None:
@@ -791,7 +803,7 @@ def test_validation_inside_jit() -> None:
             copy.blocks[1].mlp.w = m.blocks[1].mlp.w[0]
         return copy
 
-    with pytest.raises(MutationValidationError, match=r"field 'w' of Linear.*float32\[3,3\]"):
+    with pytest.raises(MutationValidationError, match=r"field 'w' of Linear.*f32\[3,3\]"):
         bad(original)
 
     @jax.jit
@@ -800,7 +812,7 @@ def test_validation_inside_jit() -> None:
             copy.blocks[1].mlp.b = m.blocks[1].mlp.b.astype(jnp.int32)
         return copy
 
-    with pytest.raises(MutationValidationError, match=r"dtype .*old float32\[3\], new int32\[3\]"):
+    with pytest.raises(MutationValidationError, match=r"dtype .*old f32\[3\], new i32\[3\]"):
         bad_dtype(original)
 
 
@@ -826,11 +838,11 @@ def test_weakly_typed_array_with_a_shape_keeps_its_dtype() -> None:
     weak = jnp.full((3,), 1.0)  # Weakly typed float32.
     with copy_and_mutate(Foo(weak)) as copy:
         copy.array = jnp.zeros(3, jnp.float32)
-        with pytest.raises(MutationValidationError, match=r"old float32\[3\], new float16\[3\]"):
+        with pytest.raises(MutationValidationError, match=r"old f32\[3\], new f16\[3\]"):
             copy.array = jnp.zeros(3, jnp.float16)
         copy.array = weak
         with pytest.raises(
-            MutationValidationError, match=r"old float32\[3\] \(weakly typed\), new float16"
+            MutationValidationError, match=r"old f32\[3\] \(weakly typed\), new f16"
         ):
             copy.array = jnp.zeros(3, jnp.float16)
 
@@ -962,7 +974,7 @@ def test_typed_prng_keys_validate_like_other_dtypes() -> None:
         with pytest.raises(MutationValidationError, match=r"field 'keys' of Rng.*\[1\]"):
             copy.keys = [jax.random.key(3), jax.random.PRNGKey(4)]
     assert "old key<fry>[]" in str(other.value) and "new key<rbg>[]" in str(other.value)
-    assert "uint32[2]" in str(raw.value)
+    assert "u32[2]" in str(raw.value)
     assert (
         jax.random.key_data(copy.keys[0]).tolist()
         == jax.random.key_data(jax.random.key(3)).tolist()

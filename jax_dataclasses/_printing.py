@@ -1,0 +1,154 @@
+"""Readable text for pytrees: `pformat`, `pprint`, and the repr of pytree dataclasses.
+
+Arrays print as their dtype and shape (`f32[1000,1000]`, `key<fry>[2]`), never their values,
+so printing a model copies nothing to the host; an array of at most `SMALL_ARRAY` elements
+also shows its values (`f32[](0.5)`), so a scalar state still reads as numbers. Nodes (our
+classes and other dataclasses, lists, tuples, named tuples, dicts) go on one line when it
+fits the width, else one child per line, indented. A node met again inside itself prints as
+`...`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, cast
+
+import numpy as np
+from jax import Array, core
+
+SMALL_ARRAY = 8
+"""Arrays with at most this many elements print their values (when they have values)."""
+WIDTH = 80
+_INDENT = 4
+_DTYPE_PREFIXES = (("bfloat", "bf"), ("float", "f"), ("uint", "u"), ("int", "i"), ("complex", "c"))
+
+
+def pformat(tree: Any, *, width: int = WIDTH, short_arrays: bool = True) -> str:
+    """`tree` (any pytree, or any value) as text, at most `width` columns where it can.
+
+    With `short_arrays=False`, arrays show all their values (NumPy's formatting).
+    """
+    return _Printer(width, short_arrays).format(tree, 0)
+
+
+def pprint(tree: Any, *, width: int = WIDTH, short_arrays: bool = True) -> None:
+    """Print `pformat(tree, width=width, short_arrays=short_arrays)`."""
+    print(pformat(tree, width=width, short_arrays=short_arrays))
+
+
+def array_summary(array: Any) -> str:
+    """`f32[3,4]`, `key<fry>[]`: an array's dtype and shape, read without touching its data."""
+    dtype = array.dtype
+    name = str(dtype)
+    if isinstance(dtype, np.dtype):
+        for long, short in _DTYPE_PREFIXES:
+            if name.startswith(long) and name[len(long) :].isdigit():
+                name = short + name[len(long) :]
+                break
+    return f"{name}[{','.join(map(str, array.shape))}]"
+
+
+class _Printer:
+    """One `pformat` call: the width, the array style, and the nodes on the current path."""
+
+    def __init__(self, width: int, short_arrays: bool) -> None:
+        self.width = width
+        self.short_arrays = short_arrays
+        self.path: set[int] = set()
+
+    def format(self, value: Any, indent: int, used: int | None = None) -> str:
+        """`value` on one line if it fits, else over several, closing at `indent`. `used`: the
+        columns its first line already has (the indent, and a label such as `field=`)."""
+        flat = self.flat(value, self.width - (indent if used is None else used))
+        if flat is not None:
+            return flat
+        node = self._node(value)
+        if node is None:  # A leaf longer than the line: as it is.
+            return self._leaf(value)
+        opener, entries, closer = node
+        inner = indent + _INDENT
+        self.path.add(id(value))
+        lines = [
+            f"{' ' * inner}{label}{self.format(child, inner, inner + len(label) + 1)},"
+            for label, child in entries
+        ]
+        self.path.discard(id(value))
+        return "\n".join([opener, *lines, " " * indent + closer])
+
+    def flat(self, value: Any, budget: int) -> str | None:
+        """`value` on one line if that takes at most `budget` columns, else None."""
+        node = self._node(value)
+        if node is None:
+            text = self._leaf(value)
+            return text if len(text) <= budget else None
+        if id(value) in self.path:
+            return "..."
+        opener, entries, closer = node
+        budget -= len(opener) + len(closer)
+        parts: list[str] = []
+        self.path.add(id(value))
+        try:
+            for label, child in entries:
+                part = self.flat(child, budget - len(label))
+                if part is None:
+                    return None
+                parts.append(label + part)
+                budget -= len(parts[-1]) + 2
+                if budget < -2:  # The last entry has no ", " after it.
+                    return None
+        finally:
+            self.path.discard(id(value))
+        trailing = "," if opener == "(" and len(entries) == 1 else ""  # A 1-tuple.
+        return f"{opener}{', '.join(parts)}{trailing}{closer}"
+
+    def _node(self, value: object) -> tuple[str, list[tuple[str, Any]], str] | None:
+        """How to print a node: opener, (label, child) entries, closer; None for a leaf."""
+        kind = type(value)
+        if kind is list:
+            return "[", [("", child) for child in cast("list[Any]", value)], "]"
+        if kind is dict:
+            pairs = cast("dict[Any, Any]", value).items()
+            return "{", [(f"{key!r}: ", child) for key, child in pairs], "}"
+        if issubclass(kind, tuple):
+            items = cast("tuple[Any, ...]", value)
+            fields = cast("tuple[str, ...] | None", getattr(value, "_fields", None))
+            if fields is not None:  # A named tuple.
+                entries = [(f"{name}=", getattr(items, name)) for name in fields]
+                return f"{kind.__name__}(", entries, ")"
+            return "(", [("", child) for child in items], ")"
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            entries = [
+                (f"{f.name}=", getattr(value, f.name, "<unset>"))
+                for f in dataclasses.fields(value)
+                if f.repr
+            ]
+            return f"{kind.__name__}(", entries, ")"
+        return None
+
+    def _leaf(self, value: object) -> str:
+        if not isinstance(value, Array | np.ndarray | core.Tracer):
+            return repr(value)
+        array = cast(Any, value)
+        summary = array_summary(array)
+        if isinstance(array, core.Tracer) or not isinstance(array.dtype, np.dtype):
+            return summary  # No values to show (traced, or a PRNG key).
+        if not self.short_arrays:
+            return f"{summary}({_values(np.asarray(array))})"
+        if array.size <= SMALL_ARRAY:
+            return f"{summary}({', '.join(map(repr, np.asarray(array).ravel().tolist()))})"
+        return summary
+
+
+def _values(array: np.ndarray[Any, Any]) -> str:
+    return re.sub(r"\s+", " ", np.array2string(array, separator=", ", threshold=2**31))
+
+
+def dataclass_repr(self: object) -> str:
+    """`__repr__` of pytree dataclasses that do not define their own."""
+    return pformat(self)
+
+
+def repr_pretty(self: object, printer: Any, cycle: bool) -> None:
+    """IPython's `_repr_pretty_`: the same text as `repr`."""
+    printer.text("..." if cycle else pformat(self))

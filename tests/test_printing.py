@@ -1,0 +1,172 @@
+"""Printing: the repr of pytree dataclasses, `jdc.pformat` / `jdc.pprint` for any pytree."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jax_dataclasses as jdc
+
+
+@jdc.pytree_dataclass
+class Linear:
+    w: jax.Array
+    b: jax.Array
+
+
+@jdc.pytree_dataclass
+class Block:
+    attn: Linear
+    mlp: list[Linear]
+    activation: jdc.Static[str] = "gelu"
+    cache: Any = dataclasses.field(default=None, repr=False)
+
+
+@jdc.pytree_dataclass
+class State:
+    t: jax.Array
+    key: jax.Array
+
+
+class Adam(NamedTuple):
+    count: jax.Array
+    mu: dict[str, jax.Array]
+
+
+def linear(n: int = 4) -> Linear:
+    return Linear(jnp.ones((n, n)), jnp.zeros(n))
+
+
+def test_large_arrays_print_as_dtype_and_shape() -> None:
+    assert repr(Linear(jnp.ones((1000, 1000)), jnp.zeros(1000))) == (
+        "Linear(w=f32[1000,1000], b=f32[1000])"
+    )
+
+
+def test_small_arrays_keep_their_values() -> None:
+    state = State(jnp.asarray(0.5), jax.random.key(0))
+    assert repr(state) == "State(t=f32[](0.5), key=key<fry>[])"
+    assert jdc.pformat(jnp.arange(3)) == "i32[3](0, 1, 2)"
+    assert jdc.pformat(np.arange(9)) == "i64[9]"  # more than jdc.pformat shows by default
+
+
+def test_short_arrays_false_shows_every_value() -> None:
+    assert jdc.pformat(jnp.arange(12.0).reshape(3, 4)[:, :2], short_arrays=False) == (
+        "f32[3,2]([[0., 1.], [4., 5.], [8., 9.]])"
+    )
+
+
+def test_nested_nodes_fit_the_width_or_are_indented() -> None:
+    block = Block(linear(), [linear(), linear(8)])
+    assert jdc.pformat(block, width=300) == (
+        "Block(attn=Linear(w=f32[4,4], b=f32[4](0.0, 0.0, 0.0, 0.0)), mlp=[Linear(w=f32[4,4], "
+        "b=f32[4](0.0, 0.0, 0.0, 0.0)), Linear(w=f32[8,8], b=f32[8](0.0, 0.0, 0.0, 0.0, 0.0, "
+        "0.0, 0.0, 0.0))], activation='gelu')"
+    )
+    text = jdc.pformat(block, width=60)
+    assert text == "\n".join(
+        [
+            "Block(",
+            "    attn=Linear(w=f32[4,4], b=f32[4](0.0, 0.0, 0.0, 0.0)),",
+            "    mlp=[",
+            "        Linear(w=f32[4,4], b=f32[4](0.0, 0.0, 0.0, 0.0)),",
+            "        Linear(",
+            "            w=f32[8,8],",
+            "            b=f32[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),",
+            "        ),",
+            "    ],",
+            "    activation='gelu',",
+            ")",
+        ]
+    )
+    assert repr(block) == jdc.pformat(block)  # repr is pformat at the default width
+
+
+def test_any_pytree_prints_with_the_same_rules() -> None:
+    state = {"params": [linear(2)], "opt": Adam(jnp.asarray(3), {"w": jnp.ones((5, 5))}), "n": None}
+    assert jdc.pformat(state, width=200) == (
+        "{'params': [Linear(w=f32[2,2](1.0, 1.0, 1.0, 1.0), b=f32[2](0.0, 0.0))], "
+        "'opt': Adam(count=i32[](3), mu={'w': f32[5,5]}), 'n': None}"
+    )
+    assert jdc.pformat((1,)) == "(1,)"
+
+
+def test_pprint_prints_pformat(capsys: pytest.CaptureFixture[str]) -> None:
+    jdc.pprint([linear(2)], width=30)
+    assert capsys.readouterr().out == jdc.pformat([linear(2)], width=30) + "\n"
+
+
+def test_tracers_print_their_dtype_and_shape() -> None:
+    seen: list[str] = []
+
+    @jax.jit
+    def step(state: State) -> jax.Array:
+        seen.append(repr(state))
+        return state.t
+
+    step(State(jnp.asarray(0.5), jax.random.key(0)))
+    assert seen == ["State(t=f32[], key=key<fry>[])"]
+
+
+def test_printing_a_large_array_copies_nothing_to_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    big = jnp.ones((512, 512))
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("copied to the host")
+
+    monkeypatch.setattr(type(big), "__array__", refuse)
+    monkeypatch.setattr(type(big), "tolist", refuse)
+    assert repr(Linear(big, big)) == "Linear(w=f32[512,512], b=f32[512,512])"
+
+
+def test_repr_false_fields_are_left_out_and_statics_shown() -> None:
+    text = repr(Block(linear(1), [], cache=object()))
+    assert "cache" not in text and "activation='gelu'" in text
+
+
+def test_a_node_inside_itself_prints_as_ellipsis() -> None:
+    holder: list[Any] = []
+    node = Linear(jnp.zeros(1), holder)  # type: ignore[arg-type]
+    holder.append(node)
+    assert repr(node) == "Linear(w=f32[1](0.0), b=[...])"
+
+
+def test_own_repr_is_kept() -> None:
+    @jdc.pytree_dataclass
+    class Named:
+        x: float
+
+        def __repr__(self) -> str:
+            return "named"
+
+    @jdc.pytree_dataclass(repr=False)
+    class Plain:
+        x: float
+
+    assert repr(Named(1.0)) == "named"
+    assert repr(Plain(1.0)).startswith("<")
+
+
+def test_ipython_pretty_printing_uses_the_same_text() -> None:
+    class Printer:
+        def __init__(self) -> None:
+            self.text_parts: list[str] = []
+
+        def text(self, text: str) -> None:
+            self.text_parts.append(text)
+
+    printer = Printer()
+    block = Block(linear(), [])
+    block._repr_pretty_(printer, False)  # type: ignore[attr-defined]
+    assert printer.text_parts == [repr(block)]
+
+
+def test_treescope_renders_field_names() -> None:
+    treescope = pytest.importorskip("treescope")
+    text = treescope.render_to_text(Block(linear(2), [], activation="relu"))
+    assert "attn=" in text and "activation='relu'" in text and "Linear" in text
