@@ -510,6 +510,34 @@ def test_nested_blocks() -> None:
         outer.name = "after"
 
 
+def test_blocks_closed_out_of_order_revoke_only_their_own_objects() -> None:
+    def editing(value: float) -> Any:
+        with copy_and_mutate(Foo(0.0), validate=False) as copy:
+            yield copy
+            copy.array = value  # this block is still open, whatever closed meanwhile
+            yield copy
+
+    first, second = editing(1.0), editing(2.0)
+    first_copy, second_copy = next(first), next(second)
+    next(first)
+    first.close()  # the first block ends before the second
+    next(second)
+    assert (first_copy.array, second_copy.array) == (1.0, 2.0)
+    second.close()
+    with pytest.raises(FrozenInstanceError):
+        second_copy.array = 3.0
+
+    outer_block, inner_block = copy_and_mutate(Foo(0.0)), copy_and_mutate(Foo(0.0))
+    outer, inner = outer_block.__enter__(), inner_block.__enter__()
+    outer_block.__exit__(None, None, None)  # by hand, out of order
+    inner.array = 5.0
+    with pytest.raises(FrozenInstanceError):
+        outer.array = 5.0
+    inner_block.__exit__(None, None, None)
+    with pytest.raises(FrozenInstanceError):
+        inner.array = 6.0
+
+
 # ----------------------------------------------------------------- threads and async tasks
 
 

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import jax_dataclasses as jdc
-from jax_dataclasses import _enforced_annotations
 from jax_dataclasses._enforced_annotations import AnnotationMismatchError
 
 if TYPE_CHECKING:  # Names that exist only for type checkers: the mixin must not need them.
@@ -240,24 +239,29 @@ def test_a_post_init_calling_super_runs_the_checks() -> None:
         Checked(jnp.zeros(3))
 
 
-def test_annotations_are_parsed_once_per_class(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[type] = []
-    field_metadata = _enforced_annotations._field_metadata  # pyright: ignore[reportPrivateUsage]
+_SHAPE_EVALUATIONS: list[int] = []
 
-    def counting(cls: type, name: str) -> tuple[object, ...]:
-        calls.append(cls)
-        return field_metadata(cls, name)
 
-    monkeypatch.setattr(_enforced_annotations, "_field_metadata", counting)
+def _counted_shape() -> tuple[int, ...]:
+    _SHAPE_EVALUATIONS.append(1)
+    return (2,)
+
+
+def test_annotations_are_parsed_once_per_class() -> None:
+    # The annotation is a string (this module has `from __future__ import annotations`): each
+    # parse evaluates it, and so calls `_counted_shape`.
     with pytest.warns(DeprecationWarning):
 
         @jdc.pytree_dataclass
         class Fresh(jdc.EnforcedAnnotationsMixin):
-            v: Annotated[jax.Array, (2,)]
+            v: Annotated[jax.Array, _counted_shape()]
 
+    _SHAPE_EVALUATIONS.clear()
     for _ in range(3):
         Fresh(jnp.zeros(2)).get_batch_axes()
-    assert calls.count(Fresh) == 1
+    assert len(_SHAPE_EVALUATIONS) == 1
+    with raises_mismatch("field 'v' of", "Fresh"):
+        Fresh(jnp.zeros(3))
 
 
 @pytest.mark.parametrize(
