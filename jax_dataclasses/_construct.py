@@ -110,7 +110,7 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
             raise TypeError(
                 f"field {f.name!r} of {cls.__qualname__} has init=False and no default, and no "
                 "__post_init__ sets it: every field is part of the pytree. Give it a default, or "
-                f"set it in __post_init__ with object.__setattr__(self, {f.name!r}, value)."
+                f"set it in __post_init__ (self.{f.name} = value)."
             )
         else:
             continue

@@ -17,18 +17,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import Layer
 
 import jax_dataclasses as jdc
 
 serialization = pytest.importorskip("flax.serialization")
 ocp = pytest.importorskip("orbax.checkpoint")
-
-
-@jdc.pytree_dataclass
-class Layer:
-    w: jax.Array
-    b: jax.Array
-    activation: jdc.Static[str] = "tanh"
 
 
 @jdc.pytree_dataclass
