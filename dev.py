@@ -19,7 +19,9 @@ does the same for `.venv-oldest` (or JDC_VENV_OLDEST) with constraints-oldest.tx
 `test` extra.
 
 Steps run in order and stop at the first failure; the exit code is that step's exit code.
-CI runs exactly `python3 dev.py test` (see .ci/run and .github/workflows/ci.yml).
+CI runs `python3 dev.py test`, then `python3 dev.py test --oldest` (.ci/run; the workflow in
+.github/workflows/ci.yml also runs the tour). The oldest corner runs on Python 3.11: NumPy
+1.24 has no wheels for newer Pythons.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent
 STAMP_NAME = ".jdc-stamp"
 MIN_PYTHON = (3, 11)
+OLDEST_PYTHON = (3, 11)
 OLDEST = "--oldest"
 
 
@@ -199,6 +202,12 @@ def main(argv: list[str]) -> int:
     command, corner = args.command, NEWEST
     if command == "test" and pytest_args[:1] == [OLDEST]:
         command, corner, pytest_args = "test-oldest", OLDEST_CORNER, pytest_args[1:]
+        if sys.version_info[:2] != OLDEST_PYTHON:
+            wanted = ".".join(map(str, OLDEST_PYTHON))
+            log(
+                f"the oldest corner runs on Python {wanted} (its pins have no wheels for newer ones)"
+            )
+            return 1
     venv = ensure_venv(corner)
     return run_steps(steps_for(command, venv, pytest_args), venv)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import reprlib
 from typing import Any, cast
 
 import numpy as np
@@ -41,7 +42,9 @@ def array_summary(array: Any) -> str:
     """`f32[3,4]`, `key<fry>[]`: an array's dtype and shape, read without touching its data."""
     dtype = array.dtype
     name = str(dtype)
-    if isinstance(dtype, np.dtype):
+    if isinstance(dtype, np.dtype) and dtype.fields is not None:
+        name = "float0"  # The dtype of gradients with respect to integers.
+    elif isinstance(dtype, np.dtype):
         for long, short in _DTYPE_PREFIXES:
             if name.startswith(long) and name[len(long) :].isdigit():
                 name = short + name[len(long) :]
@@ -85,7 +88,8 @@ class _Printer:
         if id(value) in self.path:
             return "..."
         opener, entries, closer = node
-        budget -= len(opener) + len(closer)
+        trailing = "," if opener == "(" and len(entries) == 1 else ""  # A 1-tuple.
+        budget -= len(opener) + len(closer) + len(trailing)
         parts: list[str] = []
         self.path.add(id(value))
         try:
@@ -99,7 +103,6 @@ class _Printer:
                     return None
         finally:
             self.path.discard(id(value))
-        trailing = "," if opener == "(" and len(entries) == 1 else ""  # A 1-tuple.
         return f"{opener}{', '.join(parts)}{trailing}{closer}"
 
     def _node(self, value: object) -> tuple[str, list[tuple[str, Any]], str] | None:
@@ -107,23 +110,26 @@ class _Printer:
         kind = type(value)
         if kind is list:
             return "[", [("", child) for child in cast("list[Any]", value)], "]"
-        if kind is dict:
+        if issubclass(kind, dict):  # dict, and the subclasses JAX also treats as nodes
             pairs = cast("dict[Any, Any]", value).items()
-            return "{", [(f"{key!r}: ", child) for key, child in pairs], "}"
+            entries = [(f"{key!r}: ", child) for key, child in pairs]
+            if kind is dict:
+                return "{", entries, "}"
+            return f"{kind.__qualname__}({{", entries, "})"
         if issubclass(kind, tuple):
             items = cast("tuple[Any, ...]", value)
             fields = cast("tuple[str, ...] | None", getattr(value, "_fields", None))
             if fields is not None:  # A named tuple.
                 entries = [(f"{name}=", getattr(items, name)) for name in fields]
-                return f"{kind.__name__}(", entries, ")"
+                return f"{kind.__qualname__}(", entries, ")"
             return "(", [("", child) for child in items], ")"
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if dataclasses.is_dataclass(value) and _generated_repr(kind):
             entries = [
                 (f"{f.name}=", getattr(value, f.name, "<unset>"))
                 for f in dataclasses.fields(value)
                 if f.repr
             ]
-            return f"{kind.__name__}(", entries, ")"
+            return f"{kind.__qualname__}(", entries, ")"
         return None
 
     def _leaf(self, value: object) -> str:
@@ -131,17 +137,35 @@ class _Printer:
             return repr(value)
         array = cast(Any, value)
         summary = array_summary(array)
-        if isinstance(array, core.Tracer) or not isinstance(array.dtype, np.dtype):
-            return summary  # No values to show (traced, or a PRNG key).
+        if isinstance(array, core.Tracer) or not _has_values(array.dtype):
+            return summary  # No values to show (traced, a PRNG key, float0).
         if not self.short_arrays:
             return f"{summary}({_values(np.asarray(array))})"
-        if array.size <= SMALL_ARRAY:
-            return f"{summary}({', '.join(map(repr, np.asarray(array).ravel().tolist()))})"
+        if array.size <= SMALL_ARRAY:  # `str` of NumPy scalars: float32 0.1 is "0.1".
+            return f"{summary}({', '.join(map(str, np.asarray(array).ravel()))})"
         return summary
+
+
+def _has_values(dtype: object) -> bool:
+    return isinstance(dtype, np.dtype) and dtype.fields is None  # float0 is a structured dtype
+
+
+def _generated_repr(cls: type) -> bool:
+    """Whether `cls` prints with our repr or the one `dataclasses` generates (so its fields can
+    be laid out here), rather than a `__repr__` of its own (or none: `repr=False`)."""
+    method = cast(Any, cls).__repr__
+    if method is dataclass_repr:
+        return True
+    code = getattr(method, "__code__", None)
+    return code is not None and code.co_filename in _GENERATED_REPR_FILES
 
 
 def _values(array: np.ndarray[Any, Any]) -> str:
     return re.sub(r"\s+", " ", np.array2string(array, separator=", ", threshold=2**31))
+
+
+_GENERATED_REPR_FILES = {dataclasses.__file__, reprlib.__file__}
+"""Where the `__repr__` that `dataclasses` generates is defined (a wrapper, on every version)."""
 
 
 def dataclass_repr(self: object) -> str:

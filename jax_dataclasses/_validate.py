@@ -178,22 +178,35 @@ def _what_changed(old: object, new: object) -> str:
         before, after = cast(Any, old), cast(Any, new)
         if issubclass(kind, list | tuple) and len(before) != len(after):
             count, changed = len(before), len(after)
+            change = f"{kind.__name__} of {count} → {_items(changed)}"
             low, high = sorted((count, changed))
-            span = f"[{low}]" if high == low + 1 else f"[{low}:{high}]"
-            verb = "removed" if changed < count else "added"
-            return f"{kind.__name__} of {count} → {_items(changed)}, {span} {verb}"
+            common = zip(before, after, strict=False)
+            kept = all(tree_structure(a, None) == tree_structure(b, None) for a, b in common)
+            if kept:  # Only the end differs: say which positions.
+                span = f"[{low}]" if high == low + 1 else f"[{low}:{high}]"
+                change += f", {span} {'removed' if changed < count else 'added'}"
+            return change
         if issubclass(kind, dict):
             added = sorted(map(repr, set(after) - set(before)))
             removed = sorted(map(repr, set(before) - set(after)))
             changes = [f"keys {', '.join(added)} added"] if added else []
             changes += [f"keys {', '.join(removed)} removed"] if removed else []
-            return "dict " + ", ".join(changes)
+            if changes:
+                return _short(f"{kind.__name__} " + ", ".join(changes))
         layout = layout_of(type(new))
         for name in layout.statics if layout is not None else ():
             value, replacement = getattr(old, name), getattr(new, name)
             if value is not replacement and value != replacement:
-                return f"static field {name!r} of {kind.__qualname__}: {value!r} → {replacement!r}"
+                return _short(
+                    f"static field {name!r} of {kind.__qualname__}: {value!r} → {replacement!r}"
+                )
+    if _summary(old) == _summary(new):  # The node's own data differs (a custom node's).
+        return _short(f"{_one_level(old)} → {_one_level(new)}")
     return f"{_summary(old)} → {_summary(new)}"
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _items(count: int) -> str:

@@ -752,6 +752,26 @@ def test_structure_error_says_which_items_were_removed_or_added() -> None:
         copy["a"].array = {"b": 1.0}
 
 
+def test_structure_error_names_no_positions_when_other_entries_changed_too() -> None:
+    with copy_and_mutate(Foo([1.0, 2.0])) as copy, pytest.raises(MutationValidationError) as error:
+        copy.array = [[1.0], 2.0, 3.0]
+    assert "list of 2 → 3 items." in _message_of(error)
+
+
+def test_structure_error_messages_are_bounded() -> None:
+    with (
+        copy_and_mutate(Bar([], 1.0, 1.0)) as copy,
+        pytest.raises(MutationValidationError) as error,
+    ):
+        copy.children = [Foo(1.0)]
+    with copy_and_mutate(Node(Pair(1.0, 2.0))) as node, pytest.raises(MutationValidationError):
+        node.value = Pair(1.0, (2.0,))
+    big = Model(blocks=[], head=(), name="x" * 10_000)
+    with copy_and_mutate({"m": Foo(big)}) as copy, pytest.raises(MutationValidationError) as error:
+        copy["m"].array = jdc.replace(big, name="y" * 10_000)
+    assert len(_message_of(error)) < 1_000
+
+
 def test_structure_error_at_the_top_of_the_field() -> None:
     with copy_and_mutate(bar()) as copy, pytest.raises(MutationValidationError) as error:
         copy.array = None

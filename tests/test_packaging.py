@@ -75,6 +75,8 @@ def test_sdist_carries_what_its_tests_need(dist: Path, tmp_path: Path) -> None:
         "constraints.txt",
         "constraints-oldest.txt",
         "dev.py",
+        ".ci/run",
+        ".github/workflows/ci.yml",
     ):
         assert (unpacked / needed).is_file(), needed
     collected = run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Any, NamedTuple
 
@@ -170,3 +171,50 @@ def test_treescope_renders_field_names() -> None:
     treescope = pytest.importorskip("treescope")
     text = treescope.render_to_text(Block(linear(2), [], activation="relu"))
     assert "attn=" in text and "activation='relu'" in text and "Linear" in text
+
+
+def test_float32_values_print_as_float32() -> None:
+    assert jdc.pformat(jnp.asarray(0.1)) == "f32[](0.1)"
+    assert jdc.pformat(jnp.asarray([True, False])) == "bool[2](True, False)"
+
+
+def test_a_1_tuple_counts_its_comma_against_the_width() -> None:
+    text = jdc.pformat((list(range(20)),), width=72)
+    assert max(map(len, text.splitlines())) <= 72
+
+
+def test_dict_subclasses_are_nodes() -> None:
+    assert jdc.pformat(collections.OrderedDict(a=jnp.ones(300))) == "OrderedDict({'a': f32[300]})"
+    defaults: collections.defaultdict[str, Any] = collections.defaultdict(list, a=jnp.ones(9))
+    assert jdc.pformat(defaults) == "defaultdict({'a': f32[9]})"
+
+
+def test_nested_classes_keep_their_own_repr_and_their_qualified_name() -> None:
+    @dataclasses.dataclass
+    class Own:
+        x: Any
+
+        def __repr__(self) -> str:
+            return "Own!"
+
+    @jdc.pytree_dataclass
+    class Outer:
+        child: Any
+
+        @jdc.pytree_dataclass
+        class Inner:
+            x: Any
+
+    assert jdc.pformat(Outer(Own(jnp.ones(2))), width=300).endswith("Outer(child=Own!)")
+    assert jdc.pformat(Outer.Inner(1), width=300).endswith("Outer.Inner(x=1)")
+
+
+def test_float0_gradients_print_as_float0() -> None:
+    grads = jax.grad(lambda s: s.t * 2.0, allow_int=True)(Holder(jnp.asarray(1.0), jnp.asarray(3)))
+    assert repr(grads).endswith("Holder(t=f32[](2.0), n=float0[])")
+
+
+@jdc.pytree_dataclass
+class Holder:
+    t: jax.Array
+    n: jax.Array
