@@ -72,10 +72,11 @@ class _Printer:
         opener, entries, closer = node
         inner = indent + _INDENT
         self.path.add(id(value))
-        lines = [
-            f"{' ' * inner}{label}{self.format(child, inner, inner + len(label) + 1)},"
-            for label, child in entries
-        ]
+        lines: list[str] = []  # A loop, not a comprehension: one frame per level of nesting.
+        for label, child in entries:
+            lines.append(
+                f"{' ' * inner}{label}{self.format(child, inner, inner + len(label) + 1)},"
+            )
         self.path.discard(id(value))
         return "\n".join([opener, *lines, " " * indent + closer])
 

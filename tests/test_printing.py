@@ -218,3 +218,11 @@ def test_float0_gradients_print_as_float0() -> None:
 class Holder:
     t: jax.Array
     n: jax.Array
+
+
+def test_deep_nesting_prints() -> None:
+    node: Any = Holder(jnp.zeros(()), None)  # type: ignore[arg-type]
+    for _ in range(800):  # as deep as copy_and_mutate copies
+        node = Holder(0.0, node)  # type: ignore[arg-type]
+    lines = jdc.pformat(node).splitlines()
+    assert lines[0] == "Holder(" and lines[-1] == ")"
