@@ -186,7 +186,9 @@ def check_fields(obj: object) -> None:
 
 
 UNDECORATED_ATTR = "__jdc_undecorated__"
-"""On an `undecorated_init`: the class's own `__init__` it replaces (or None)."""
+"""On an `__init__` that adoption installed on an undecorated subclass: the class's own
+`__init__` it stands for (None if the class body defined none), which a decorator that runs
+later takes instead."""
 
 
 def undecorated_init(own: Callable[..., None] | None) -> Callable[..., None]:

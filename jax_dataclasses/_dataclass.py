@@ -84,7 +84,7 @@ def _process_class(target: object, options: dict[str, bool], localns: Mapping[st
     cls = _check_decoratable(target)
     own_init = cls.__dict__.get("__init__")
     own_repr = "__repr__" in cls.__dict__
-    if hasattr(own_init, UNDECORATED_ATTR):  # Set by `_adopt` before this decorator ran.
+    if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `_adopt` before this decorator ran.
         own_init = getattr(own_init, UNDECORATED_ATTR)
     array_defaults = _hide_array_defaults(cls)
     # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
@@ -212,7 +212,9 @@ def _adopt(sub: type) -> None:
     # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
     owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
     if owner is not object and (owner is sub or layout_of(owner) is None):
-        _install(sub, {"__init__": wrap_own_init(owner.__dict__["__init__"])})
+        wrapped = wrap_own_init(owner.__dict__["__init__"])
+        setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
+        _install(sub, {"__init__": wrapped})
     register(sub, parent.children, parent.statics)
 
 

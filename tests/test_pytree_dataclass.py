@@ -451,6 +451,19 @@ def test_module_level_names_do_not_reach_generated_code() -> None:
         del sys.modules[module.__name__]
 
 
+def test_decorated_subclass_of_a_mixin_with_init_gets_the_generated_init() -> None:
+    class Mixin:
+        def __init__(self, *args: Any) -> None:
+            raise AssertionError("dataclasses would generate __init__ over the mixin's")
+
+    @jdc.pytree_dataclass
+    class Both(Mixin, Layer):  # adopted first (no new fields), then decorated
+        pass
+
+    assert list(inspect.signature(Both).parameters) == ["w", "b", "activation"]
+    assert jax.tree_util.tree_leaves(Both(jnp.ones(1), jnp.zeros(1)))[0] == 1.0
+
+
 def test_subclass_keeps_a_user_init_subclass_hook() -> None:
     seen: list[str] = []
 
