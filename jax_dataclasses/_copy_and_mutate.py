@@ -1,9 +1,11 @@
 """`copy_and_mutate`: edit a structural copy of a pytree in place (docs/design.md §8).
 
-The copy has new dataclass objects and new containers, one for each key path, and shares
-the leaves (and static values) with the original. Permission to assign to the new dataclass objects is granted through
-`_frozen.mutable`, so it lives in a `ContextVar`: it holds only in the current thread or asyncio
-task, and only until the block ends.
+The copy has new dataclass objects and new containers, one for each key path, and shares the
+leaves (and static values) with the original. Permission to assign to the new dataclass
+objects is granted through `_frozen.mutable`, so it lives in a `ContextVar`: it holds only in
+the current thread or asyncio task, and only until the block ends. The module also exports
+1.6's private mutability API under its 1.6 names (`_legacy_mutability`), where downstream
+libraries import it from.
 """
 
 from __future__ import annotations
