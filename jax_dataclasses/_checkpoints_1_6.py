@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
+from jax.tree_util import GetAttrKey
+
 from jax_dataclasses._registry import Layout, layout_of
-from jax_dataclasses._tree_api import is_node, one_level
+from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
 
 T = TypeVar("T")
 
@@ -36,24 +38,30 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
 
     Static fields, and `init=False` fields (which 1.6 did not save), keep the target's
     values. Objects are rebuilt without running `__init__`. A `ValueError` names the class
-    whose saved children do not match.
+    and the key path where the saved children do not match.
     """
+    return cast(T, _rebuild(target, restored, ()))
+
+
+def _rebuild(target: Any, restored: Any, path: KeyPath) -> Any:
     layout = layout_of(_type_of(target))
     if layout is None:
         if not is_node(target):
-            return cast(T, restored)
-        children, structure = one_level(target)
+            return restored
+        keyed = tree_flatten_with_path(target, lambda child: child is not target)[0]
+        _, structure = one_level(target)
         restored_children, _ = one_level(restored)
-        if len(children) != len(restored_children):
+        if len(keyed) != len(restored_children):
             raise ValueError(
-                f"the restored tree has {len(restored_children)} entries where the target's "
-                f"{type(target).__qualname__} has {len(children)}"
+                f"cannot restore the {_type_of(target).__qualname__} at key path "
+                f"{keystr(path) or '(the root)'} from a 1.6 checkpoint: it has {len(keyed)} "
+                f"entries, the checkpoint {len(restored_children)}."
             )
-        return cast(
-            T,
-            structure.unflatten(
-                [from_v1_6_layout(t, r) for t, r in zip(children, restored_children, strict=True)]
-            ),
+        return structure.unflatten(
+            [
+                _rebuild(child, saved, path + key)
+                for (key, child), saved in zip(keyed, restored_children, strict=True)
+            ]
         )
     saved = _saved_fields(layout)
     kind = _type_of(restored)
@@ -61,18 +69,19 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
     if items is None or len(items) != len(saved):
         got = f"{len(items)} entries" if items is not None else kind.__qualname__
         raise ValueError(
-            f"cannot restore {layout.cls.__qualname__} from a 1.6 checkpoint: expected a list "
-            f"of its {len(saved)} saved children {saved}, got {got}."
+            f"cannot restore {layout.cls.__qualname__} at key path {keystr(path) or '(the root)'}"
+            f" from a 1.6 checkpoint: expected a list of its {len(saved)} saved children "
+            f"{saved}, got {got}."
         )
     values = dict(zip(saved, items, strict=True))
     new_children = tuple(
-        from_v1_6_layout(getattr(target, name), values[name])
+        _rebuild(getattr(target, name), values[name], (*path, GetAttrKey(name)))
         if name in values
         else getattr(target, name)
         for name in layout.children
     )
     statics = tuple(getattr(target, name) for name in layout.statics)
-    return cast(T, layout.unflatten(statics, new_children))
+    return layout.unflatten(statics, new_children)
 
 
 def _saved_fields(layout: Layout) -> tuple[str, ...]:

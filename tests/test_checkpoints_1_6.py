@@ -117,11 +117,11 @@ def test_v1_6_layout_is_what_1_6_flattened() -> None:
     assert jax.tree.structure(layout) == jax.tree.structure([[0, 0], [[0, 0]]])
 
 
-def test_a_checkpoint_of_another_layout_names_the_class() -> None:
-    with pytest.raises(
-        ValueError, match=r"cannot restore Layer from a 1.6 checkpoint: .*3 entries"
-    ):
+def test_a_checkpoint_of_another_layout_names_the_class_and_key_path() -> None:
+    with pytest.raises(ValueError, match=r"Layer at key path \.encoder from a 1.6 .*3 entries"):
         jdc.from_v1_6_layout(target_model(), [[1, 2, 3], [[1, 2]]])
+    with pytest.raises(ValueError, match=r"list at key path \.heads .*1 entries, the checkpoint 2"):
+        jdc.from_v1_6_layout(target_model(), [[1, 2], [[1, 2], [3, 4]]])
 
 
 def test_flax_state_dict_written_by_1_6_restores_init_false_fields_from_the_target() -> None:
