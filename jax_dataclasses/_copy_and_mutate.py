@@ -13,20 +13,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from jax_dataclasses._frozen import assign_field, mutable
 from jax_dataclasses._legacy_mutability import Mutability as _Mutability
 from jax_dataclasses._legacy_mutability import mark_mutable as _mark_mutable
 from jax_dataclasses._registry import Fill, Flatten, Layout, layout_of
-from jax_dataclasses._tree_api import (
-    KeyPath,
-    flatten_one_level,
-    is_node,
-    keystr,
-    tree_flatten_with_path,
-    tree_structure,
-)
+from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
 
 T = TypeVar("T")
 
@@ -167,15 +160,16 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
                 result[name] = copy(child)
         else:
             items: Iterable[Any] = node  # A list or tuple; else one level of JAX's flatten.
+            structure = None
             if kind is _OTHER:
-                items = cast(tuple[Iterable[Any], Any], flatten_one_level(node))[0]
+                items, structure = one_level(node)
             result = []
             for child in items:
                 result.append(child if type_of(child) in leaf_types else copy(child))
             if kind is _TUPLE:
                 result = tuple(result)
-            elif kind is _OTHER:
-                result = tree_structure(node, lambda child: child is not node).unflatten(result)
+            elif structure is not None:
+                result = structure.unflatten(result)
         on_path.discard(key)
         return result
 

@@ -44,8 +44,7 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
     if legacy is Mutability.MUTABLE_NO_VALIDATION:  # 1.6 let this set anything.
         object.__setattr__(self, name, value)
         return
-    constructing = _CONSTRUCTING.get()
-    if constructing and constructing[0] is self:
+    if is_constructing(self):
         if name not in layout_of(type(self)).fields:  # type: ignore[union-attr]  # Registered: it is being constructed.
             refuse_non_field(self, name)
         object.__setattr__(self, name, value)

@@ -23,8 +23,13 @@ class Treedef(Hashable, Protocol):
 KeyPath = tuple[Any, ...]
 IsLeaf = Callable[[object], bool] | None
 
+
+class _Flatten(Protocol):
+    def __call__(self, tree: object, is_leaf: IsLeaf = None, /) -> tuple[list[Any], Treedef]: ...
+
+
 tree_flatten = cast(
-    "Callable[[object], tuple[list[Any], Treedef]]",
+    _Flatten,
     tree_util.tree_flatten,  # pyright: ignore[reportUnknownMemberType]
 )
 tree_structure = cast(
@@ -53,12 +58,7 @@ keystr = cast(
     tree_util.keystr,  # pyright: ignore[reportUnknownMemberType]
 )
 
-_tree_flatten_is_leaf = cast(
-    "Callable[[object, IsLeaf], tuple[list[Any], Treedef]]",
-    tree_util.tree_flatten,  # pyright: ignore[reportUnknownMemberType]
-)
-
 
 def one_level(tree: object) -> tuple[list[Any], Treedef]:
     """The direct children of a node, and the treedef that rebuilds it from new ones."""
-    return _tree_flatten_is_leaf(tree, lambda child: child is not tree)
+    return tree_flatten(tree, lambda child: child is not tree)
