@@ -2,14 +2,18 @@
 """Developer and CI entry point for jax_dataclasses. Needs only the standard library.
 
     python3 dev.py tour             run examples/tour.py
-    python3 dev.py test [ARGS...]   ruff check, ruff format --check, mypy, pyright,
-                                    then pytest -n 2 ARGS (ARGS: everything after `test`)
+    python3 dev.py test [ARGS...]   ruff check, ruff format --check, mypy, pyright, the docs
+                                    site, then pytest -n 2 ARGS (ARGS: everything after `test`)
     python3 dev.py test --oldest [ARGS...]
                                     pytest -n 2 ARGS in `.venv-oldest`, built from
                                     constraints-oldest.txt: the oldest supported jax, jaxlib,
                                     flax, orbax-checkpoint, numpy and typing_extensions
     python3 dev.py lint             ruff check, ruff format --check
     python3 dev.py typecheck        mypy, pyright
+    python3 dev.py docs             build the documentation site into site/ (mkdocs, strict:
+                                    any warning fails)
+    python3 dev.py screenshots      build the site, then save screenshots of three pages, taken
+                                    with headless Chromium (/usr/bin/chromium), to site-screenshots/
 
 Every command first ensures the virtual environment: it creates `.venv` (or the directory named
 by the JDC_VENV environment variable) with `python3 -m venv` if needed, and runs
@@ -80,6 +84,7 @@ def venv_env(venv: Path) -> dict[str, str]:
     env.pop("PYTHONHOME", None)
     env["VIRTUAL_ENV"] = str(venv)
     env["PATH"] = os.pathsep.join([str(venv_bin(venv)), env.get("PATH", "")])
+    env["NO_MKDOCS_2_WARNING"] = "1"
     return env
 
 
@@ -150,12 +155,18 @@ def steps_for(command: str, venv: Path, pytest_args: list[str]) -> list[tuple[st
         ("mypy", [tool("mypy")]),
         ("pyright", [tool("pyright"), "--pythonpath", tool("python")]),
     ]
+    # NO_MKDOCS_2_WARNING silences a banner about mkdocs' future; it changes nothing built.
+    docs = ("docs", [tool("mkdocs"), "build", "--strict", "--quiet", "--site-dir", "site"])
     if command == "lint":
         return lint
     if command == "typecheck":
         return typecheck
+    if command == "docs":
+        return [docs]
+    if command == "screenshots":
+        return [docs, ("screenshots", [tool("python"), "dev.py", "_screenshots"])]
     if command == "test":
-        return [*lint, *typecheck, pytest]
+        return [*lint, *typecheck, docs, pytest]
     if command == "tour":
         return [("tour", [tool("python"), "examples/tour.py"])]
     raise ValueError(command)
@@ -174,6 +185,60 @@ def run_steps(steps: list[tuple[str, list[str]]], venv: Path) -> int:
     return 0
 
 
+SCREENSHOT_PAGES = ("index.html", "guides/model-surgery.html", "api.html")
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def take_screenshots() -> int:
+    """Render pages of the built site/ in headless Chromium, served on localhost, as PNGs.
+
+    The flags keep Chromium from reaching for the network (it has none here): a page that
+    needs it shows up as unstyled text in the pictures.
+    """
+    import http.server
+    import tempfile
+    import threading
+    from functools import partial
+
+    if not CHROMIUM.exists():
+        log(f"{CHROMIUM} not found (Debian: apt install chromium)")
+        return 1
+    out = ROOT / "site-screenshots"
+    out.mkdir(exist_ok=True)
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    handler = partial(Quiet, directory=str(ROOT / "site"))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port = server.server_address[1]
+        for page in SCREENSHOT_PAGES:
+            png = out / (page.replace("/", "-").removesuffix(".html") + ".png")
+            with tempfile.TemporaryDirectory() as profile:
+                flags = [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                    f"--user-data-dir={profile}", "--window-size=1280,1000",
+                ]  # fmt: skip
+                code = subprocess.call(
+                    [
+                        str(CHROMIUM),
+                        *flags,
+                        f"--screenshot={png}",
+                        f"http://127.0.0.1:{port}/{page}",
+                    ],
+                    stderr=subprocess.DEVNULL,
+                )
+            if code != 0 or not png.exists():
+                log(f"FAILED: no screenshot of {page}")
+                return code or 1
+            log(f"saved {png.relative_to(ROOT)}")
+        server.shutdown()
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 dev.py",
@@ -188,6 +253,9 @@ def main(argv: list[str]) -> int:
     )
     commands.add_parser("lint", help="ruff check, ruff format --check")
     commands.add_parser("typecheck", help="mypy, pyright")
+    commands.add_parser("docs", help="build the documentation site into site/ (strict)")
+    commands.add_parser("screenshots", help="build the site and screenshot three pages")
+    commands.add_parser("_screenshots")  # The second step of `screenshots`, in the venv.
     # Everything after `test` goes to pytest verbatim (argparse would reject `-k expr`).
     pytest_args: list[str] = []
     if argv[:1] == ["test"]:
@@ -208,6 +276,8 @@ def main(argv: list[str]) -> int:
                 f"the oldest corner runs on Python {wanted} (its pins have no wheels for newer ones)"
             )
             return 1
+    if command == "_screenshots":
+        return take_screenshots()
     venv = ensure_venv(corner)
     return run_steps(steps_for(command, venv, pytest_args), venv)
 

@@ -29,7 +29,7 @@ LEGACY_STATIC_MARKER = "__jax_dataclasses_static_field__"
 """What jax_dataclasses 1.6 put in `Annotated` metadata and field metadata; still honoured."""
 
 Static = Annotated[T, STATIC_MARKER]
-"""`Static[T]` is `T` to type checkers; on a field or `jit` parameter it marks the value static:
+Static.__doc__ = """`Static[T]` is `T` to type checkers; on a field or `jit` parameter it marks the value static:
 part of the tree structure (and the jit cache key), not a traced child."""
 
 _ANNOTATED_ORIGINS: tuple[object, ...] = (typing.Annotated, typing_extensions.Annotated)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import jax
@@ -67,3 +68,13 @@ def leaves_equal_fields(obj: Any) -> None:
     assert [path[0].name for path, _ in keyed] == [
         name for name in child_names for _ in jax.tree_util.tree_leaves(getattr(obj, name))
     ]
+
+
+def child_environment(device_count: int) -> dict[str, str]:
+    """This environment, on `device_count` CPU devices, without pytest options meant for us."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    flag = f"--xla_force_host_platform_device_count={device_count}"
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    env["JAX_NUM_CPU_DEVICES"] = str(device_count)  # It would override XLA_FLAGS if inherited.
+    return env

@@ -5,29 +5,19 @@ so the checks run with pytest in a child process started with
 `XLA_FLAGS=--xla_force_host_platform_device_count=8`. A failure shows the child's report.
 """
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import child_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = Path(__file__).resolve().parent / "_sharding_child.py"
 EXAMPLE = ROOT / "examples" / "data_parallel.py"
 DEVICE_COUNT = 8
 TIMEOUT_SECONDS = 600
-
-
-def child_environment(device_count: int) -> dict[str, str]:
-    """This environment, on `device_count` CPU devices, without pytest options meant for us."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
-    flag = f"--xla_force_host_platform_device_count={device_count}"
-    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
-    env["JAX_PLATFORMS"] = "cpu"
-    env["JAX_NUM_CPU_DEVICES"] = str(device_count)  # It would override XLA_FLAGS if inherited.
-    return env
 
 
 def as_text(output: str | bytes | None) -> str:

@@ -1,0 +1,102 @@
+"""Find the code blocks of a Markdown page and run its Python blocks in order, as a reader would.
+
+Our own extractor rather than a plugin (pytest-markdown-docs, mktestdocs): it is small, it
+needs nothing installed, and it gives what the pages need. A page's blocks share one module
+namespace (a guide builds on its earlier blocks); tracebacks point at the page's own lines;
+fences indented inside lists count; and each page runs in a fresh process, so its classes and
+JAX's device count (`<!-- docs-test: devices=8 -->`) are its own.
+
+Conventions (HTML comments, invisible on GitHub and on the site):
+
+- A `python` block runs. A block preceded by `<!-- skip: why -->` is a deliberate fragment
+  and does not run; the reason is required.
+- A `text` block is output or a message, not code. Any other language (`bash`, `toml`, ...)
+  must be marked `<!-- skip: why -->`, so no block is left out by accident.
+
+Run one page: `python tests/doc_blocks.py docs/guides/jit.md`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import textwrap
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
+SKIP = re.compile(r"^\s*<!--\s*skip:\s*(?P<reason>\S.*?)\s*-->\s*$")
+PAGE_OPTION = re.compile(r"^<!--\s*docs-test:\s*(?P<key>[\w-]+)=(?P<value>\S+)\s*-->\s*$", re.M)
+RUNNABLE = {"python", "py"}
+OUTPUT = {"text"}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block: its language, its (dedented) source and where it starts."""
+
+    language: str
+    source: str
+    first_line: int  # 1-based line number of the first line of code, in the page
+    skip_reason: str | None
+
+
+def blocks(path: Path) -> list[Block]:
+    """Every fenced block of the page; `ValueError` for an unmarked block that cannot run."""
+    lines = path.read_text().splitlines()
+    found: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        indent, fence = opening["indent"], opening["fence"]
+        language = opening["info"].lower()
+        previous = next((line for line in reversed(lines[:index]) if line.strip()), "")
+        skip = SKIP.match(previous)
+        end = index + 1
+        while end < len(lines) and lines[end].strip() != fence:
+            end += 1
+        if end == len(lines):
+            raise ValueError(f"{path}:{index + 1}: the block opened here is never closed")
+        body = textwrap.dedent(
+            "\n".join(line.removeprefix(indent) for line in lines[index + 1 : end])
+        )
+        block = Block(language, body, index + 2, skip["reason"] if skip else None)
+        if block.skip_reason is None and language not in RUNNABLE | OUTPUT:
+            raise ValueError(
+                f"{path}:{index + 1}: a {language or 'plain'} block must run (```python), be "
+                "output (```text), or be marked <!-- skip: why --> on the line before it"
+            )
+        found.append(block)
+        index = end + 1
+    return found
+
+
+def page_options(path: Path) -> dict[str, str]:
+    """`<!-- docs-test: key=value -->` lines of the page (for example `devices=8`)."""
+    return {m["key"]: m["value"] for m in PAGE_OPTION.finditer(path.read_text())}
+
+
+def run_page(path: Path) -> int:
+    """Run the page's Python blocks in one fresh module; return how many ran."""
+    module = types.ModuleType("__doc_page__")
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module
+    ran = 0
+    for block in blocks(path):
+        if block.skip_reason is not None or block.language not in RUNNABLE:
+            continue
+        tree = ast.parse(block.source, filename=str(path))
+        ast.increment_lineno(tree, block.first_line - 1)
+        exec(compile(tree, str(path), "exec"), module.__dict__)
+        ran += 1
+    return ran
+
+
+if __name__ == "__main__":
+    for argument in sys.argv[1:]:
+        print(f"{argument}: {run_page(Path(argument))} block(s) ran")
