@@ -205,6 +205,7 @@ def take_screenshots() -> int:
         return 1
     out = ROOT / "site-screenshots"
     out.mkdir(exist_ok=True)
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             pass

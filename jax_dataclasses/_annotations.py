@@ -29,8 +29,24 @@ LEGACY_STATIC_MARKER = "__jax_dataclasses_static_field__"
 """What jax_dataclasses 1.6 put in `Annotated` metadata and field metadata; still honoured."""
 
 Static = Annotated[T, STATIC_MARKER]
-Static.__doc__ = """`Static[T]` is `T` to type checkers; on a field or `jit` parameter it marks the value static:
-part of the tree structure (and the jit cache key), not a traced child."""
+Static.__doc__ = """`Static[T]` is `T` to type checkers; on a field or `jit` parameter it marks the value static.
+
+A static value is part of the tree structure (the treedef), not a traced child: Python code
+may branch on it under `jax.jit`, equal values reuse a compilation and different values
+recompile. It must be hashable and compare by value; arrays are refused (`TypeError`) and
+values JAX cannot cache reliably warn (`StaticFieldWarning`). `Static` must be the outermost
+part of the annotation (`Static[Optional[int]]`, not `Optional[Static[int]]`); the annotation
+is read, not evaluated, so `from __future__ import annotations`, strings and aliases work.
+
+Examples:
+    >>> @jdc.pytree_dataclass
+    ... class Layer:
+    ...     w: jax.Array
+    ...     activation: jdc.Static[str] = "tanh"
+    >>> leaves, treedef = jax.tree.flatten(Layer(jnp.ones(2)))
+    >>> len(leaves), "tanh" in str(treedef)
+    (1, True)
+"""
 
 _ANNOTATED_ORIGINS: tuple[object, ...] = (typing.Annotated, typing_extensions.Annotated)
 _ALIAS_TYPES: tuple[type, ...] = tuple(
@@ -46,7 +62,21 @@ _UNEVALUATED_ALIAS = object()
 
 
 class StaticAnnotationError(TypeError):
-    """`Static` is used somewhere other than the outermost part of an annotation."""
+    """`Static` is used somewhere other than the outermost part of an annotation.
+
+    A `TypeError`, raised when the class is decorated (or the function passed to `jdc.jit`).
+    The message names the class and field (or parameter) and shows the fix.
+
+    Examples:
+        >>> from typing import Optional
+        >>> try:
+        ...     @jdc.pytree_dataclass
+        ...     class Config:
+        ...         depth: Optional[jdc.Static[int]] = None
+        ... except jdc.StaticAnnotationError as error:
+        ...     print(error)
+        Static must be the outermost part of the annotation of field 'depth' of Config, ...
+    """
 
 
 def _unalias(obj: object) -> object:

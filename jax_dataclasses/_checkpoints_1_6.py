@@ -26,6 +26,25 @@ def v1_6_layout(tree: Any) -> Any:
     Restore a 1.6 checkpoint into this (an orbax `restore(path, v1_6_layout(abstract))`
     keeps the target's shapes, dtypes and shardings), then pass the result to
     `from_v1_6_layout`.
+
+    jax_dataclasses 1.6 registered classes without keys, so its orbax checkpoints store each
+    pytree dataclass as the list of the children its `__init__` takes (static and `init=False`
+    fields left out). Containers and leaves are kept as they are.
+
+    Args:
+        tree: A tree of your classes, usually abstract (`jax.ShapeDtypeStruct` leaves).
+
+    Returns:
+        The same tree in 1.6's layout.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Joint:
+        ...     angle: jax.Array
+        ...     limit: jax.Array
+        ...     name: jdc.Static[str] = "elbow"
+        >>> jdc.v1_6_layout({"arm": Joint(jnp.zeros(2), jnp.ones(2))})
+        {'arm': [Array([0., 0.], dtype=float32), Array([1., 1.], dtype=float32)]}
     """
     layout = layout_of(_type_of(tree))
     if layout is not None:
@@ -37,8 +56,27 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
     """`target` with the values of `restored` (a tree in `v1_6_layout(target)`'s layout).
 
     Static fields, and `init=False` fields (which 1.6 did not save), keep the target's
-    values. Objects are rebuilt without running `__init__`. A `ValueError` names the class
-    and the key path where the saved children do not match.
+    values. Objects are rebuilt without running `__init__`.
+
+    Args:
+        target: A tree of your classes, which supplies the structure and static values.
+        restored: What was restored into `v1_6_layout(target)`.
+
+    Returns:
+        A tree like `target`, holding the restored values.
+
+    Raises:
+        ValueError: `restored` does not fit `target`; the message names the class and the key
+            path where the saved children do not match.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Joint:
+        ...     angle: jax.Array
+        ...     name: jdc.Static[str] = "elbow"
+        >>> target = Joint(jnp.zeros(2))
+        >>> jdc.from_v1_6_layout(target, [jnp.ones(2)])  # as restored from a 1.6 checkpoint
+        Joint(angle=f32[2](1.0, 1.0), name='elbow')
     """
     return cast(T, _rebuild(target, restored, ()))
 

@@ -36,6 +36,34 @@ def copy_and_mutate(obj: T, validate: bool = True) -> Generator[T, None, None]:
     to a child field must keep its tree structure and its leaves' shapes and dtypes
     (`MutationValidationError` otherwise), and a static field's new value must pass the
     static-value checks. With `validate=False`, any value may be assigned.
+
+    The copy is structural: dataclasses and containers are new objects, arrays and static
+    values are shared (no array memory is copied). A cycle in `obj` is refused.
+
+    Args:
+        obj: Any pytree: a pytree dataclass, or a list, dict, ... holding some.
+        validate: Check each assignment (see above).
+
+    Yields:
+        The copy, of `obj`'s type.
+
+    Raises:
+        MutationValidationError: an assignment changes structure, shape or dtype (`validate=True`).
+        ValueError: `obj` contains a cycle (the message names its key path).
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Arm:
+        ...     angles: jax.Array
+        ...     name: jdc.Static[str] = "arm"
+        >>> arms = [Arm(jnp.zeros(2)), Arm(jnp.zeros(2))]
+        >>> with jdc.copy_and_mutate(arms) as edited:
+        ...     edited[1].angles = jnp.ones(2)
+        ...     edited[1].name = "gripper"
+        >>> edited[1]
+        Arm(angles=f32[2](1.0, 1.0), name='gripper')
+        >>> arms[1]
+        Arm(angles=f32[2](0.0, 0.0), name='arm')
     """
     copy, created = _structural_copy(obj)
     block = _Block(validate, created)

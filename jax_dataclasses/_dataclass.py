@@ -51,9 +51,37 @@ def pytree_dataclass(
 ) -> Any:
     """Make `cls` a frozen dataclass registered as a JAX pytree node.
 
-    Takes exactly the arguments of `dataclasses.dataclass`. Fields annotated `Static[T]` (or
+    Use as `@pytree_dataclass` or `@pytree_dataclass(...)`. Fields annotated `Static[T]` (or
     with field metadata `static=True` / `pytree_node=False`) are static: stored in the tree
-    structure. Every other field is a child. Instances are always frozen.
+    structure, so `jax.jit` caches on them. Every other field is a child, flattened by JAX
+    under its name (`GetAttrKey`). Unflattening rebuilds an instance field by field, without
+    running `__init__` or `__post_init__`.
+
+    The keyword arguments are those of `dataclasses.dataclass` and mean the same, except
+    `frozen`: instances are always frozen, and `frozen=False` is refused.
+
+    Args:
+        cls: The class, when used without parentheses.
+
+    Returns:
+        The class, registered with JAX (or a decorator that makes it so, with parentheses).
+
+    Raises:
+        TypeError: `frozen=False`; an undecorated subclass with new fields, when instantiated;
+            an array in a static field, at construction.
+        StaticAnnotationError: `Static` nested inside an annotation (`Optional[Static[int]]`).
+        ValueError: a NumPy array as a field default (it is mutable; a JAX array is fine).
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Particle:
+        ...     position: jax.Array
+        ...     mass: jdc.Static[float] = 1.0
+        >>> p = Particle(jnp.zeros(3))
+        >>> jax.tree_util.keystr(jax.tree_util.tree_flatten_with_path(p)[0][0][0])
+        '.position'
+        >>> jax.jit(lambda p: p.position + p.mass)(p)
+        Array([1., 1., 1.], dtype=float32)
     """
     options = {
         "init": init,

@@ -271,7 +271,21 @@ class EnforcedAnnotationsMixin:
     lead); `dtype` is anything `np.dtype` accepts (`jnp.float32`, `"float32"`, `bool`) or an
     abstract scalar type such as `jnp.floating`. Both are optional, in either order; other
     metadata is ignored. A class that defines its own `__post_init__` must call
-    `super().__post_init__()`. Use jaxtyping for new code.
+    `super().__post_init__()`. Checks run only on construction by your code, never when JAX
+    rebuilds an instance. A violation raises an `AssertionError` subclass naming the class,
+    the field and the expected and actual shape or dtype. Defining a subclass emits a
+    `DeprecationWarning`: use jaxtyping with a runtime checker (beartype) for new code.
+
+    Examples:
+        >>> import warnings
+        >>> from typing import Annotated
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     @jdc.pytree_dataclass
+        ...     class Image(jdc.EnforcedAnnotationsMixin):
+        ...         pixels: Annotated[jax.Array, (3, ..., 4), jnp.floating]
+        >>> Image(jnp.zeros((3, 8, 4))).get_batch_axes()
+        (8,)
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

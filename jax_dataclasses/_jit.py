@@ -97,7 +97,29 @@ def jit(fn: Any = None, /, **options: Any) -> Any:
 
     Use as `@jit` or `@jit(**options)`, where `options` are `jax.jit`'s keywords (passed on;
     explicit `static_argnums`/`static_argnames` are merged with the annotations). Accepts
-    functions, methods, `staticmethod`s and `classmethod`s (whose `cls` is static).
+    functions, methods, `staticmethod`s and `classmethod`s (whose `cls` is static; put
+    `@jit` above `@classmethod`). The result is `jax.jit`'s own object, with `lower`,
+    `trace` and `eval_shape`; to type checkers it is the function itself.
+
+    Args:
+        fn: The function, when used without parentheses.
+        **options: Keywords of `jax.jit` (`donate_argnums`, `in_shardings`, ...).
+
+    Returns:
+        The jitted function (or a decorator, with parentheses). Positional-only static
+        parameters become `static_argnums`, the others `static_argnames`.
+
+    Raises:
+        StaticAnnotationError: `Static` nested inside a parameter's annotation, or on
+            `*args`/`**kwargs`.
+        ValueError: a parameter that is both static and donated.
+
+    Examples:
+        >>> @jdc.jit
+        ... def tile(x: jax.Array, times: jdc.Static[int]) -> jax.Array:
+        ...     return jnp.tile(x, times)  # `times` is a Python int here
+        >>> tile(jnp.ones(2), 3).shape
+        (6,)
     """
     localns = sys._getframe(1).f_locals  # pyright: ignore[reportPrivateUsage]  # The caller's names.
     if fn is None:

@@ -28,13 +28,44 @@ _DTYPE_PREFIXES = (("bfloat", "bf"), ("float", "f"), ("uint", "u"), ("int", "i")
 def pformat(tree: Any, *, width: int = WIDTH, short_arrays: bool = True) -> str:
     """`tree` (any pytree, or any value) as text, at most `width` columns where it can.
 
-    With `short_arrays=False`, arrays show all their values (NumPy's formatting).
+    Arrays print by dtype and shape (`f32[1000,1000]`), with their values when they have at
+    most 8 elements (`f32[2](0.5, 1.0)`); large arrays are never copied to the host. Pytree
+    dataclasses, lists, tuples, dicts and named tuples are indented when a line would be too
+    long. A class with its own `__repr__` keeps it.
+
+    Args:
+        tree: Any pytree, or any value.
+        width: The line width to fit in.
+        short_arrays: With `False`, arrays show all their values (NumPy's formatting).
+
+    Returns:
+        The text.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jax.Array
+        ...     b: jax.Array
+        >>> print(jdc.pformat({"layers": [Dense(jnp.ones((64, 64)), jnp.zeros(2))]}, width=30))
+        {
+          'layers': [
+            Dense(
+              w=f32[64,64],
+              b=f32[2](0.0, 0.0),
+            ),
+          ],
+        }
     """
     return _Printer(width, short_arrays).format(tree, 0)
 
 
 def pprint(tree: Any, *, width: int = WIDTH, short_arrays: bool = True) -> None:
-    """Print `pformat(tree, width=width, short_arrays=short_arrays)`."""
+    """Print `pformat(tree, width=width, short_arrays=short_arrays)`.
+
+    Examples:
+        >>> jdc.pprint({"w": jnp.ones((3, 3)), "scale": jnp.float32(0.5)})
+        {'w': f32[3,3], 'scale': f32[](0.5)}
+    """
     print(pformat(tree, width=width, short_arrays=short_arrays))
 
 

@@ -10,9 +10,19 @@ from typing import Any
 def static_field(**kwargs: Any) -> Any:
     """Deprecated: `dataclasses.field(**kwargs)` with field metadata `static=True`.
 
-    Takes exactly the arguments of `dataclasses.field`. Type checkers see it as
-    `dataclasses.field` (see `jax_dataclasses/__init__.py`). Prefer annotating the field
-    `jdc.Static[T]`.
+    Takes exactly the arguments of `dataclasses.field`, and emits a `DeprecationWarning`.
+    Type checkers see it as `dataclasses.field`. Annotate the field `jdc.Static[T]` instead.
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     @jdc.pytree_dataclass
+        ...     class Old:
+        ...         x: jax.Array
+        ...         n: int = jdc.static_field(default=3)
+        >>> jax.tree.leaves(Old(jnp.zeros(2)))  # `n` is static: not a leaf
+        [Array([0., 0.], dtype=float32)]
     """
     warnings.warn(
         "jdc.static_field() is deprecated: annotate the field as jdc.Static[T] instead "

@@ -21,7 +21,21 @@ from jax_dataclasses._user_warning import warn_at_user
 class StaticFieldWarning(UserWarning):
     """A static field holds a value JAX cannot cache reliably (unhashable or hashed by identity).
 
-    Turn it into an error with `warnings.simplefilter("error", jdc.StaticFieldWarning)`.
+    Emitted once per class and field, at construction. An unhashable value (a list, a dict, a
+    0-d array) or one hashed by identity (`object()`) makes `jax.jit` return stale results when
+    it is mutated, or recompile on every call when a fresh equal value is passed. Turn it into
+    an error with `warnings.simplefilter("error", jdc.StaticFieldWarning)`.
+
+    Examples:
+        >>> import warnings
+        >>> @jdc.pytree_dataclass
+        ... class Net:
+        ...     sizes: jdc.Static[list[int]]
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     net = Net([2, 3])
+        >>> caught[0].category.__name__
+        'StaticFieldWarning'
     """
 
 

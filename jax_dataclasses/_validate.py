@@ -59,6 +59,19 @@ class MutationValidationError(AssertionError):
     structure, or a leaf's shape or dtype.
 
     An `AssertionError`, because jax_dataclasses 1.6 raised that and existing code catches it.
+    The message names the class, the field, the key path inside the field, and the old and
+    new structure, shape or dtype. The assignment does not happen.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Joint:
+        ...     angle: jax.Array
+        >>> with jdc.copy_and_mutate(Joint(jnp.zeros(3))) as joint:
+        ...     try:
+        ...         joint.angle = jnp.zeros(4)
+        ...     except jdc.MutationValidationError as error:
+        ...         print(error)
+        copy_and_mutate: assigning to field 'angle' of Joint changes the shape ...
     """
 
 

@@ -10,6 +10,9 @@ Conventions (HTML comments, invisible on GitHub and on the site):
 
 - A `python` block runs. A block preceded by `<!-- skip: why -->` is a deliberate fragment
   and does not run; the reason is required.
+- Page options, one per line: `<!-- docs-test: devices=8 -->` (run on 8 CPU devices),
+  `<!-- docs-test: min-jax=0.6.0 -->` (skip on older jax), `<!-- docs-test: requires=optax -->`
+  (skip where these comma-separated modules are not installed).
 - A `text` block is output or a message, not code. Any other language (`bash`, `toml`, ...)
   must be marked `<!-- skip: why -->`, so no block is left out by accident.
 

@@ -58,10 +58,10 @@ def classifier_versions() -> set[str]:
     return {m.group(1) for c in classifiers if (m := CLASSIFIER.match(c))}
 
 
-def readme_quick_start_commands() -> set[str]:
+def readme_development_commands() -> set[str]:
     readme = (ROOT / "README.md").read_text()
-    match = re.search(r"^## Quick start\n(.*?)^## ", readme, re.DOTALL | re.MULTILINE)
-    assert match, "README.md has no '## Quick start' section followed by another section"
+    match = re.search(r"^## Development\n(.*?)^## ", readme, re.DOTALL | re.MULTILINE)
+    assert match, "README.md has no '## Development' section followed by another section"
     return set(re.findall(r"^python3 dev\.py \w+", match.group(1), re.MULTILINE))
 
 
@@ -118,7 +118,7 @@ def test_every_job_checks_out_and_sets_up_python_before_running() -> None:
 
 
 def test_workflow_commands_are_the_readme_commands() -> None:
-    readme = readme_quick_start_commands()
+    readme = readme_development_commands()
     assert readme == README_COMMANDS
     workflow = {cmd for job in all_jobs().values() for cmd in run_commands(job)}
     assert workflow == readme | {OLDEST_COMMAND}

@@ -1,0 +1,104 @@
+"""The documentation runs: every page's code, every docstring example, and the API reference
+covers every public name. (The site itself is built by `python3 dev.py docs`, strict.)"""
+
+from __future__ import annotations
+
+import doctest
+import inspect
+import pydoc
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from doc_blocks import blocks, page_options
+from helpers import child_environment
+from packaging.version import Version
+
+import jax_dataclasses as jdc
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+STDLIB_ALIASES = {"asdict", "astuple", "field", "fields", "is_dataclass", "replace"}
+OURS = sorted(set(jdc.__all__) - STDLIB_ALIASES)
+README_MAX_LINES = 200
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_examples_run(page: Path, tmp_path: Path) -> None:
+    """Each page's Python blocks run in order, in a fresh process, from an empty directory."""
+    runnable = [b for b in blocks(page) if b.skip_reason is None and b.language == "python"]
+    if not runnable:
+        pytest.skip("no runnable blocks")
+    options = page_options(page)
+    if "min-jax" in options and Version(jax.__version__) < Version(options["min-jax"]):
+        pytest.skip(f"the page needs jax>={options['min-jax']}")
+    for module in filter(None, options.get("requires", "").split(",")):
+        pytest.importorskip(module)
+    devices = int(options.get("devices", "1"))
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page)],
+        cwd=tmp_path,
+        env=child_environment(devices),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_unmarked_blocks_that_cannot_run_are_refused(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("Text\n\n```bash\npip install x\n```\n")
+    with pytest.raises(ValueError, match=r"page\.md:3: a bash block must run"):
+        blocks(page)
+    page.write_text("<!-- skip: a shell command -->\n```bash\npip install x\n```\n")
+    assert [b.skip_reason for b in blocks(page)] == ["a shell command"]
+
+
+def test_a_failing_block_fails_with_the_page_line(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n- item\n\n  ```python\n  x = 1\n  assert x == 2\n  ```\n")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert f'File "{page}", line 7' in result.stderr, result.stderr
+
+
+def test_api_reference_lists_every_public_name() -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    documented = re.findall(r"^::: jax_dataclasses\.(\w+)$", text, re.MULTILINE)
+    assert sorted(documented) == sorted(jdc.__all__)
+
+
+@pytest.mark.parametrize("name", OURS)
+def test_public_docstrings_have_an_example_that_runs(name: str) -> None:
+    obj = getattr(jdc, name)
+    doc = inspect.getdoc(obj) or ""
+    assert "Examples:" in doc and ">>>" in doc, f"jdc.{name} has no example in its docstring"
+    tests = doctest.DocTestFinder(recurse=False).find(
+        obj, f"jdc.{name}", globs={"jax": jax, "jnp": jnp, "jdc": jdc}
+    )
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    for test in tests:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_help_of_static_shows_our_docstring() -> None:
+    text = pydoc.render_doc(jdc.Static)
+    assert "Runtime representation" not in text
+    assert "marks the value static" in text
+
+
+def test_readme_is_short() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines"
