@@ -221,7 +221,7 @@ def take_screenshots() -> int:
                     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-                    f"--user-data-dir={profile}", "--window-size=1280,1000",
+                    f"--user-data-dir={profile}", "--window-size=1280,1000", "--virtual-time-budget=5000",
                 ]  # fmt: skip
                 code = subprocess.call(
                     [

@@ -206,5 +206,18 @@ def dataclass_repr(self: object) -> str:
 
 
 def repr_pretty(self: object, printer: Any, cycle: bool) -> None:
-    """IPython's `_repr_pretty_`: the same text as `repr`."""
-    printer.text("..." if cycle else pformat(self))
+    """IPython's `_repr_pretty_`: the text of `repr`, fitted to the column IPython is at.
+
+    Inside a list or dict that IPython prints, the object starts at some column: it gets the
+    rest of the line's width, and its continuation lines are indented from that column.
+    """
+    if cycle:
+        printer.text("...")
+        return
+    column = printer.output_width + printer.buffer_width
+    first, *rest = pformat(self, width=max(printer.max_width - column, 1)).split("\n")
+    printer.text(first)
+    with printer.indent(column - printer.indentation):
+        for line in rest:
+            printer.break_()
+            printer.text(line)

@@ -154,17 +154,25 @@ def test_own_repr_is_kept() -> None:
 
 
 def test_ipython_pretty_printing_uses_the_same_text() -> None:
-    class Printer:
-        def __init__(self) -> None:
-            self.text_parts: list[str] = []
-
-        def text(self, text: str) -> None:
-            self.text_parts.append(text)
-
-    printer = Printer()
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
     block = Block(linear(), [])
-    block._repr_pretty_(printer, False)  # type: ignore[attr-defined]
-    assert printer.text_parts == [repr(block)]
+    assert pretty(block) == repr(block)
+    assert pretty(block, max_width=30) == jdc.pformat(block, width=30)
+
+
+def test_ipython_pretty_printing_fits_and_indents_inside_containers() -> None:
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    block = Block(linear(), [linear()])
+    text = pretty({"first_block": block, "blocks": [block, block]}, max_width=60)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 60, text
+    # Each block's lines keep their shape, shifted to the column where the block starts.
+    start = lines[0].index("Block(")
+    expected = jdc.pformat(block, width=60 - start).splitlines()
+    shifted = [line[start:] for line in lines[: len(expected)]]
+    assert shifted == [*expected[:-1], expected[-1] + ","], text  # IPython adds the comma
+    assert all(line[:start].isspace() for line in lines[1 : len(expected)]), text
+    assert text.endswith(")]}"), text
 
 
 def test_treescope_renders_field_names() -> None:
