@@ -78,14 +78,17 @@ class _Block:
     """One `copy_and_mutate` block: performs (and validates) assignments while it is open.
 
     Closing it matters for contexts that copied the permission while the block was open (an
-    asyncio task created inside it): their permission ends with the block too.
+    asyncio task created inside it): their permission ends with the block too. Assignments
+    are checked against the field's value when the block began, so that a sequence of
+    assignments cannot drift from it (a Python int into an int32 field, then a float32 array).
     """
 
-    __slots__ = ("objects", "validate")
+    __slots__ = ("objects", "originals", "validate")
 
     def __init__(self, validate: bool, objects: list[object]) -> None:
         self.validate = validate
         self.objects: list[object] | None = objects  # Alive while open: their ids stay unique.
+        self.originals: dict[tuple[int, str], object] = {}  # (id, field): value at the start
 
     def close(self) -> None:
         """Refuse from now on, and let go of the copy (a task may outlive the block)."""
@@ -97,7 +100,11 @@ class _Block:
                 f"cannot assign to field {name!r} of {type(obj).__qualname__}: the copy_and_mutate "
                 "block that made it mutable has ended. Assign inside the `with` block."
             )
-        assign_field(obj, name, value, self.validate)
+        if not self.validate:
+            assign_field(obj, name, value, False)
+            return
+        original = self.originals.setdefault((id(obj), name), getattr(obj, name, None))
+        assign_field(obj, name, value, True, original)
 
 
 class _Dataclass:

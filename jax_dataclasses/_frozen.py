@@ -59,17 +59,25 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
     refuse_assignment(self, name)
 
 
-def assign_field(obj: object, name: str, value: object, validate: bool) -> None:
+_CURRENT = object()
+"""`assign_field` checks against the field's current value."""
+
+
+def assign_field(
+    obj: object, name: str, value: object, validate: bool, reference: object = _CURRENT
+) -> None:
     """Assign field `name` of a registered `obj` that may be mutated: with `validate`, a child
-    must keep its structure, shapes and dtypes and a static value must pass the static-value
-    checks. Other attributes are refused: JAX rebuilds objects from their fields alone."""
+    must keep the structure, shapes and dtypes of `reference` (by default its current value)
+    and a static value must pass the static-value checks. Other attributes are refused: JAX
+    rebuilds objects from their fields alone."""
     cls = type(obj)
     layout = layout_of(cls)
     if layout is None or name not in layout.fields:
         refuse_non_field(obj, name)
     if validate:
         if name in layout.children:
-            check_assignment(cls, name, getattr(obj, name), value)
+            old = getattr(obj, name) if reference is _CURRENT else reference
+            check_assignment(cls, name, old, value)
         else:
             check_static_value(cls, name, value)
     object.__setattr__(obj, name, value)

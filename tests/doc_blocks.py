@@ -95,7 +95,8 @@ def run_page(path: Path) -> int:
             continue
         tree = ast.parse(block.source, filename=str(path))
         ast.increment_lineno(tree, block.first_line - 1)
-        exec(compile(tree, str(path), "exec"), module.__dict__)
+        # dont_inherit: the page runs as a reader's script would, without our __future__ imports.
+        exec(compile(tree, str(path), "exec", dont_inherit=True), module.__dict__)
         ran += 1
     return ran
 

@@ -886,13 +886,37 @@ def test_weakly_typed_array_with_a_shape_keeps_its_dtype() -> None:
     weak = jnp.full((3,), 1.0)  # Weakly typed float32.
     with copy_and_mutate(Foo(weak)) as copy:
         copy.array = jnp.zeros(3, jnp.float32)
-        with pytest.raises(MutationValidationError, match=r"old f32\[3\], new f16\[3\]"):
-            copy.array = jnp.zeros(3, jnp.float16)
-        copy.array = weak
         with pytest.raises(
             MutationValidationError, match=r"old f32\[3\] \(weakly typed\), new f16"
         ):
             copy.array = jnp.zeros(3, jnp.float16)
+    with copy_and_mutate(Foo(jnp.zeros(3, jnp.float32))) as copy:
+        with pytest.raises(MutationValidationError, match=r"old f32\[3\], new f16\[3\]"):
+            copy.array = jnp.zeros(3, jnp.float16)
+
+
+def test_assignments_are_checked_against_the_value_at_the_start_of_the_block() -> None:
+    # Checked against the current value, a Python int would open the way to any dtype.
+    with copy_and_mutate(Foo(jnp.zeros((), jnp.int32))) as copy:
+        copy.array = 3  # fits int32
+        with pytest.raises(
+            MutationValidationError, match=r"field 'array' of Foo .*old i32\[\], new f32\[\]"
+        ):
+            copy.array = jnp.asarray(0.5, jnp.float32)
+        copy.array = jnp.asarray(7, jnp.int32)
+    assert copy.array.dtype == jnp.int32
+    # ...and a float field that held a Python int for a moment still takes floats.
+    with copy_and_mutate(Foo(jnp.zeros((), jnp.float32))) as copy:
+        copy.array = 1
+        copy.array = 0.01
+    assert copy.array == 0.01
+    # validate=False blocks nest inside and check nothing; the outer block still checks.
+    with copy_and_mutate([Foo(jnp.zeros(2))]) as outer:
+        with copy_and_mutate(outer[0], validate=False) as inner:
+            inner.array = "anything"
+        outer[0].array = jnp.ones(2)
+        with pytest.raises(MutationValidationError, match=r"shape"):
+            outer[0].array = jnp.ones(3)
 
 
 def test_unchanged_identity_assignment_is_accepted() -> None:

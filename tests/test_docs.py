@@ -73,6 +73,18 @@ def test_a_failing_block_fails_with_the_page_line(tmp_path: Path) -> None:
     assert f'File "{page}", line 7' in result.stderr, result.stderr
 
 
+def test_pages_run_without_our_future_imports(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```python\ndef f(x: Undefined) -> None: ...\n```\n")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "NameError: name 'Undefined' is not defined" in result.stderr, result.stderr
+
+
 def test_api_reference_lists_every_public_name() -> None:
     text = (ROOT / "docs" / "api.md").read_text()
     documented = re.findall(r"^::: jax_dataclasses\.(\w+)$", text, re.MULTILINE)
