@@ -890,9 +890,12 @@ def test_weakly_typed_array_with_a_shape_keeps_its_dtype() -> None:
             MutationValidationError, match=r"old f32\[3\] \(weakly typed\), new f16"
         ):
             copy.array = jnp.zeros(3, jnp.float16)
-    with copy_and_mutate(Foo(jnp.zeros(3, jnp.float32))) as copy:
-        with pytest.raises(MutationValidationError, match=r"old f32\[3\], new f16\[3\]"):
-            copy.array = jnp.zeros(3, jnp.float16)
+    strong = Foo(jnp.zeros(3, jnp.float32))
+    with (
+        copy_and_mutate(strong) as copy,
+        pytest.raises(MutationValidationError, match=r"old f32\[3\], new f16\[3\]"),
+    ):
+        copy.array = jnp.zeros(3, jnp.float16)
 
 
 def test_assignments_are_checked_against_the_value_at_the_start_of_the_block() -> None:
