@@ -8,13 +8,16 @@ The verdict is cached per type, so the common case costs one set lookup.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import threading
 import types
+from collections.abc import Mapping
 
 import numpy as np
 from jax import Array, core
 
+from jax_dataclasses._annotations import LEGACY_STATIC_MARKER
 from jax_dataclasses._user_warning import warn_at_user
 
 
@@ -101,6 +104,19 @@ def _problem(value: object) -> str | None:
     return None
 
 
+def _unmark(cls: type, field: str) -> str:
+    """How to make `field` a child: undo whatever made it static."""
+    specs: dict[str, dataclasses.Field[object]] = getattr(cls, "__dataclass_fields__", {})
+    metadata: Mapping[str, object] = specs[field].metadata if field in specs else {}
+    if metadata.get("pytree_node") is False:
+        return "remove pytree_node=False from its field metadata"
+    if metadata.get("static") is True:
+        return "remove static=True from its field metadata, or stop using jdc.static_field()"
+    if metadata.get(LEGACY_STATIC_MARKER) is True:
+        return f"remove {LEGACY_STATIC_MARKER!r} from its field metadata"
+    return "remove Static[...] from its annotation"
+
+
 def check_static_value(cls: type, field: str, value: object) -> None:
     """Reject arrays in static fields; warn once per class and field about uncacheable values."""
     problem = _problem(value)
@@ -111,8 +127,8 @@ def check_static_value(cls: type, field: str, value: object) -> None:
         raise TypeError(
             f"{where} holds an array ({type(value).__name__}) with a shape or a traced value, "
             "which jax.jit cannot compare. Static values are part of the tree structure and "
-            "must be hashable Python values. Make the field a child (remove Static[...]), or "
-            "store a hashable description such as a tuple, a Python number or the shape."
+            f"must be hashable Python values. Make the field a child ({_unmark(cls, field)}), "
+            "or store a hashable description such as a tuple, a Python number or the shape."
         )
     key = (cls, field)
     if key in _warned:

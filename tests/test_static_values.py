@@ -72,7 +72,27 @@ def test_good_static_values_pass_silently(value: object) -> None:
 def test_arrays_in_static_fields_are_refused(value: object) -> None:
     with pytest.raises(TypeError, match=r"static field 'meta' of Holder holds an array") as info:
         Holder(1.0, value)
-    assert "remove Static[...]" in str(info.value)
+    assert "remove Static[...] from its annotation" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "fix"),
+    [
+        ({"pytree_node": False}, "remove pytree_node=False from its field metadata"),
+        ({"static": True}, "remove static=True from its field metadata"),
+        ({"__jax_dataclasses_static_field__": True}, "remove '__jax_dataclasses_static_field__'"),
+    ],
+)
+def test_array_in_a_field_static_by_metadata_says_which_metadata(
+    metadata: dict[str, object], fix: str
+) -> None:
+    @jdc.pytree_dataclass
+    class Gains:
+        kp: jax.Array = dataclasses.field(metadata=metadata)
+
+    with pytest.raises(TypeError, match=r"static field 'kp' of \S*Gains holds an array") as info:
+        Gains(jnp.ones(3))
+    assert fix in str(info.value)
 
 
 def test_tracers_in_static_fields_are_refused() -> None:
