@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Generator, Iterable
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 from jax_dataclasses._frozen import assign_field, mutable
@@ -26,14 +26,14 @@ T = TypeVar("T")
 __all__ = ["_Mutability", "_mark_mutable", "copy_and_mutate"]  # 1.6's names, used downstream
 
 
-@contextmanager
-def copy_and_mutate(obj: T, validate: bool = True) -> Generator[T, None, None]:
-    """Yield a structural copy of the pytree `obj` in which every pytree dataclass is mutable.
+def copy_and_mutate(obj: T, validate: bool = True) -> AbstractContextManager[T]:
+    """A `with` block that gives a structural copy of the pytree `obj`, mutable inside the block.
 
-    `obj` is never changed. Inside the block, fields of the copy's dataclasses (at any depth,
-    inside lists, tuples, dicts and other pytree nodes) can be assigned; after the block, and
-    in every other thread or asyncio task, they are frozen. With `validate=True`, an assignment
-    to a child field must keep its tree structure and its leaves' shapes and dtypes
+    `obj` is never changed. Inside the block, fields of the copy's pytree dataclasses (at any
+    depth, inside lists, tuples, dicts and other pytree nodes) can be assigned; after the
+    block, and in other threads (and asyncio tasks not started inside the block), they are
+    frozen. With `validate=True`, an assignment to a child field must keep the tree structure
+    and the leaves' shapes and dtypes of the field's value when the block began
     (`MutationValidationError` otherwise), and a static field's new value must pass the
     static-value checks. With `validate=False`, any value may be assigned.
 
@@ -44,8 +44,8 @@ def copy_and_mutate(obj: T, validate: bool = True) -> Generator[T, None, None]:
         obj: Any pytree: a pytree dataclass, or a list, dict, ... holding some.
         validate: Check each assignment (see above).
 
-    Yields:
-        The copy, of `obj`'s type.
+    Returns:
+        A context manager: `with copy_and_mutate(obj) as copy:` gives the copy, of `obj`'s type.
 
     Raises:
         MutationValidationError: an assignment changes structure, shape or dtype (`validate=True`).
@@ -65,6 +65,11 @@ def copy_and_mutate(obj: T, validate: bool = True) -> Generator[T, None, None]:
         >>> arms[1]
         Arm(angles=f32[2](0.0, 0.0), name='arm')
     """
+    return _open_block(obj, validate)
+
+
+@contextmanager
+def _open_block(obj: T, validate: bool) -> Generator[T, None, None]:
     copy, created = _structural_copy(obj)
     block = _Block(validate, created)
     try:

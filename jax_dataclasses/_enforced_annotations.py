@@ -301,7 +301,7 @@ class EnforcedAnnotationsMixin:
     def __post_init__(self) -> None:
         check_annotations(self)
 
-    def get_batch_axes(self) -> Shape:
+    def get_batch_axes(self) -> tuple[int, ...]:
         """The batch axes shared by the annotated fields, recomputed from the current values."""
         batch = check_annotations(self)
         if batch is None:

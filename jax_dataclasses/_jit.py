@@ -98,16 +98,18 @@ def jit(fn: Any = None, /, **options: Any) -> Any:
     Use as `@jit` or `@jit(**options)`, where `options` are `jax.jit`'s keywords (passed on;
     explicit `static_argnums`/`static_argnames` are merged with the annotations). Accepts
     functions, methods, `staticmethod`s and `classmethod`s (whose `cls` is static; put
-    `@jit` above `@classmethod`). The result is `jax.jit`'s own object, with `lower`,
-    `trace` and `eval_shape`; to type checkers it is the function itself.
+    `@jit` above `@classmethod`). Positional-only static parameters become
+    `static_argnums`, the others `static_argnames`. For a function, method or staticmethod,
+    the result is `jax.jit`'s own object, with `lower`, `trace` and `eval_shape`; a
+    classmethod comes back as a classmethod around it. To type checkers, the result is the
+    function itself.
 
     Args:
         fn: The function, when used without parentheses.
         **options: Keywords of `jax.jit` (`donate_argnums`, `in_shardings`, ...).
 
     Returns:
-        The jitted function (or a decorator, with parentheses). Positional-only static
-        parameters become `static_argnums`, the others `static_argnames`.
+        The jitted function (or, with parentheses, a decorator that makes one).
 
     Raises:
         StaticAnnotationError: `Static` nested inside a parameter's annotation, or on

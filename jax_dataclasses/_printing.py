@@ -20,12 +20,11 @@ from jax import Array, core
 
 SMALL_ARRAY = 8
 """Arrays with at most this many elements print their values (when they have values)."""
-WIDTH = 80
 _INDENT = 4
 _DTYPE_PREFIXES = (("bfloat", "bf"), ("float", "f"), ("uint", "u"), ("int", "i"), ("complex", "c"))
 
 
-def pformat(tree: Any, *, width: int = WIDTH, short_arrays: bool = True) -> str:
+def pformat(tree: Any, *, width: int = 80, short_arrays: bool = True) -> str:
     """`tree` (any pytree, or any value) as text, at most `width` columns where it can.
 
     Arrays print by dtype and shape (`f32[1000,1000]`), with their values when they have at
@@ -59,7 +58,7 @@ def pformat(tree: Any, *, width: int = WIDTH, short_arrays: bool = True) -> str:
     return _Printer(width, short_arrays).format(tree, 0)
 
 
-def pprint(tree: Any, *, width: int = WIDTH, short_arrays: bool = True) -> None:
+def pprint(tree: Any, *, width: int = 80, short_arrays: bool = True) -> None:
     """Print `pformat(tree, width=width, short_arrays=short_arrays)`.
 
     Examples:
