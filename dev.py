@@ -163,8 +163,6 @@ def steps_for(command: str, venv: Path, pytest_args: list[str]) -> list[tuple[st
         return typecheck
     if command == "docs":
         return [docs]
-    if command == "screenshots":
-        return [docs, ("screenshots", [tool("python"), "dev.py", "_screenshots"])]
     if command == "test":
         return [*lint, *typecheck, docs, pytest]
     if command == "tour":
@@ -189,8 +187,8 @@ SCREENSHOT_PAGES = ("index.html", "guides/model-surgery.html", "api.html")
 CHROMIUM = Path("/usr/bin/chromium")
 
 
-def take_screenshots() -> int:
-    """Render pages of the built site/ in headless Chromium, served on localhost, as PNGs.
+def take_screenshots(site: Path, out: Path) -> int:
+    """Render pages of the built `site` in headless Chromium, served on localhost, as PNGs in `out`.
 
     The flags keep Chromium from reaching for the network (it has none here): a page that
     needs it shows up as unstyled text in the pictures.
@@ -203,14 +201,13 @@ def take_screenshots() -> int:
     if not CHROMIUM.exists():
         log(f"{CHROMIUM} not found (Debian: apt install chromium)")
         return 1
-    out = ROOT / "site-screenshots"
     out.mkdir(exist_ok=True)
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    handler = partial(Quiet, directory=str(ROOT / "site"))
+    handler = partial(Quiet, directory=str(site))
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         port = server.server_address[1]
@@ -221,7 +218,8 @@ def take_screenshots() -> int:
                     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-                    f"--user-data-dir={profile}", "--window-size=1280,1000", "--virtual-time-budget=5000",
+                    "--window-size=1280,1000", "--virtual-time-budget=5000",
+                    f"--user-data-dir={profile}",
                 ]  # fmt: skip
                 code = subprocess.call(
                     [
@@ -235,7 +233,7 @@ def take_screenshots() -> int:
             if code != 0 or not png.exists():
                 log(f"FAILED: no screenshot of {page}")
                 return code or 1
-            log(f"saved {png.relative_to(ROOT)}")
+            log(f"saved {png}")
         server.shutdown()
     return 0
 
@@ -256,7 +254,6 @@ def main(argv: list[str]) -> int:
     commands.add_parser("typecheck", help="mypy, pyright")
     commands.add_parser("docs", help="build the documentation site into site/ (strict)")
     commands.add_parser("screenshots", help="build the site and screenshot three pages")
-    commands.add_parser("_screenshots")  # The second step of `screenshots`, in the venv.
     # Everything after `test` goes to pytest verbatim (argparse would reject `-k expr`).
     pytest_args: list[str] = []
     if argv[:1] == ["test"]:
@@ -277,9 +274,10 @@ def main(argv: list[str]) -> int:
                 f"the oldest corner runs on Python {wanted} (its pins have no wheels for newer ones)"
             )
             return 1
-    if command == "_screenshots":
-        return take_screenshots()
     venv = ensure_venv(corner)
+    if command == "screenshots":
+        code = run_steps(steps_for("docs", venv, []), venv)
+        return code or take_screenshots(ROOT / "site", ROOT / "site-screenshots")
     return run_steps(steps_for(command, venv, pytest_args), venv)
 
 

@@ -4,6 +4,7 @@ covers every public name. (The site itself is built by `python3 dev.py docs`, st
 from __future__ import annotations
 
 import doctest
+import importlib.util
 import inspect
 import pydoc
 import re
@@ -25,6 +26,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 STDLIB_ALIASES = {"asdict", "astuple", "field", "fields", "is_dataclass", "replace"}
 OURS = sorted(set(jdc.__all__) - STDLIB_ALIASES)
 README_MAX_LINES = 200
+CHROMIUM = Path("/usr/bin/chromium")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
@@ -109,6 +111,35 @@ def test_help_of_static_shows_our_docstring() -> None:
     text = pydoc.render_doc(jdc.Static)
     assert "Runtime representation" not in text
     assert "marks the value static" in text
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists() or importlib.util.find_spec("mkdocs") is None,
+    reason="needs Debian's chromium package and the docs extra",
+)
+def test_screenshots_show_rendered_pages(tmp_path: Path) -> None:
+    """`python3 dev.py screenshots`, on a site built here: every page renders to a picture."""
+    site, shots = tmp_path / "site", tmp_path / "shots"
+    build = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "--quiet",
+        "--site-dir",
+        str(site),
+    ]
+    subprocess.run(build, cwd=ROOT, check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("dev", ROOT / "dev.py")
+    assert spec is not None and spec.loader is not None
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    assert dev.take_screenshots(site, shots) == 0
+    pictures = sorted(shots.glob("*.png"))
+    assert len(pictures) == len(dev.SCREENSHOT_PAGES)
+    for picture in pictures:  # A blank page compresses to a few kilobytes.
+        assert picture.stat().st_size > 30_000, picture.name
 
 
 def test_readme_is_short() -> None:
