@@ -224,7 +224,8 @@ def _cycle_error(tree: object, node: object) -> ValueError:
         f"copy_and_mutate: the tree contains a cycle: the {type(node).__qualname__} at key "
         f"path {keystr(inner) or '(the root)'} is the same object as its ancestor at "
         f"{keystr(outer) or '(the root)'}. A pytree must be a tree (JAX cannot flatten this "
-        "either); an assignment inside a copy_and_mutate(validate=False) block can make one. "
+        "either); inside a copy_and_mutate block, an assignment into a list or dict of the "
+        "copy, or any assignment with validate=False, can make one. "
         "Assign a copy (jdc.replace, or a new container) instead of the node itself."
     )
 
