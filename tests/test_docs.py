@@ -62,28 +62,22 @@ def test_unmarked_blocks_that_cannot_run_are_refused(tmp_path: Path) -> None:
     assert [b.skip_reason for b in blocks(page)] == ["a shell command"]
 
 
+def run_page(page: Path, text: str) -> subprocess.CompletedProcess[str]:
+    """Write a page and run its blocks as the docs tests do."""
+    page.write_text(text)
+    runner = [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page)]
+    return subprocess.run(runner, capture_output=True, text=True, check=False)
+
+
 def test_a_failing_block_fails_with_the_page_line(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("# Title\n\n- item\n\n  ```python\n  x = 1\n  assert x == 2\n  ```\n")
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_page(page, "# Title\n\n- item\n\n  ```python\n  x = 1\n  assert x == 2\n  ```\n")
     assert result.returncode != 0
     assert f'File "{page}", line 7' in result.stderr, result.stderr
 
 
 def test_pages_run_without_our_future_imports(tmp_path: Path) -> None:
-    page = tmp_path / "page.md"
-    page.write_text("```python\ndef f(x: Undefined) -> None: ...\n```\n")
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_page(tmp_path / "page.md", "```python\ndef f(x: Undefined) -> None: ...\n```\n")
     assert "NameError: name 'Undefined' is not defined" in result.stderr, result.stderr
 
 
