@@ -13,8 +13,11 @@ Conventions (HTML comments, invisible on GitHub and on the site):
 - Page options, one per line: `<!-- docs-test: devices=8 -->` (run on 8 CPU devices),
   `<!-- docs-test: min-jax=0.6.0 -->` (skip on older jax), `<!-- docs-test: requires=optax -->`
   (skip where these comma-separated modules are not installed).
-- A `text` block is output or a message, not code. Any other language (`bash`, `toml`, ...)
-  must be marked `<!-- skip: why -->`, so no block is left out by accident.
+- A `text` block is output or a message, not code. Preceded by `<!-- output -->`, it must be
+  exactly what the Python block before it printed (trailing spaces aside). Any other language
+  (`bash`, `toml`, ...) must be marked `<!-- skip: why -->`, so no block is left out by
+  accident.
+- The page runs as `__main__`, as a reader's script would (classes print as `__main__.X`).
 
 Run one page: `python tests/doc_blocks.py docs/guides/jit.md`.
 """
@@ -22,6 +25,9 @@ Run one page: `python tests/doc_blocks.py docs/guides/jit.md`.
 from __future__ import annotations
 
 import ast
+import contextlib
+import difflib
+import io
 import re
 import sys
 import textwrap
@@ -31,9 +37,10 @@ from pathlib import Path
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
 SKIP = re.compile(r"^\s*<!--\s*skip:\s*(?P<reason>\S.*?)\s*-->\s*$")
+OUTPUT = re.compile(r"^\s*<!--\s*output\s*-->\s*$")
 PAGE_OPTION = re.compile(r"^<!--\s*docs-test:\s*(?P<key>[\w-]+)=(?P<value>\S+)\s*-->\s*$", re.M)
 RUNNABLE = {"python", "py"}
-OUTPUT = {"text"}
+TEXT = {"text"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class Block:
     source: str
     first_line: int  # 1-based line number of the first line of code, in the page
     skip_reason: str | None
+    is_output: bool = False  # a `text` block marked <!-- output -->
 
 
 def blocks(path: Path) -> list[Block]:
@@ -68,8 +76,11 @@ def blocks(path: Path) -> list[Block]:
         body = textwrap.dedent(
             "\n".join(line.removeprefix(indent) for line in lines[index + 1 : end])
         )
-        block = Block(language, body, index + 2, skip["reason"] if skip else None)
-        if block.skip_reason is None and language not in RUNNABLE | OUTPUT:
+        is_output = OUTPUT.match(previous) is not None
+        if is_output and language not in TEXT:
+            raise ValueError(f"{path}:{index + 1}: <!-- output --> marks a {language} block")
+        block = Block(language, body, index + 2, skip["reason"] if skip else None, is_output)
+        if block.skip_reason is None and language not in RUNNABLE | TEXT:
             raise ValueError(
                 f"{path}:{index + 1}: a {language or 'plain'} block must run (```python), be "
                 "output (```text), or be marked <!-- skip: why --> on the line before it"
@@ -85,20 +96,45 @@ def page_options(path: Path) -> dict[str, str]:
 
 
 def run_page(path: Path) -> int:
-    """Run the page's Python blocks in one fresh module; return how many ran."""
-    module = types.ModuleType("__doc_page__")
+    """Run the page's Python blocks in one fresh `__main__` module; return how many ran.
+
+    `AssertionError` if a block marked `<!-- output -->` differs from what was printed.
+    """
+    module = types.ModuleType("__main__")
     module.__file__ = str(path)
-    sys.modules[module.__name__] = module
-    ran = 0
+    sys.modules["__main__"] = module
+    ran, printed = 0, ""
     for block in blocks(path):
+        if block.is_output:
+            _check_output(path, block, printed)
         if block.skip_reason is not None or block.language not in RUNNABLE:
             continue
         tree = ast.parse(block.source, filename=str(path))
         ast.increment_lineno(tree, block.first_line - 1)
-        # dont_inherit: the page runs as a reader's script would, without our __future__ imports.
-        exec(compile(tree, str(path), "exec", dont_inherit=True), module.__dict__)
+        captured = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(captured):
+                # dont_inherit: run as a reader's script would, without our __future__ imports.
+                exec(compile(tree, str(path), "exec", dont_inherit=True), module.__dict__)
+        finally:
+            printed = captured.getvalue()
+            sys.stdout.write(printed)
         ran += 1
     return ran
+
+
+def _check_output(path: Path, block: Block, printed: str) -> None:
+    def lines(text: str) -> list[str]:
+        return [line.rstrip() for line in text.rstrip().splitlines()]
+
+    if lines(block.source) != lines(printed):
+        diff = difflib.unified_diff(
+            lines(block.source), lines(printed), "shown", "printed", lineterm=""
+        )
+        raise AssertionError(
+            f"{path}:{block.first_line - 1}: the output shown is not what the Python block "
+            "before it printed:\n" + "\n".join(diff)
+        )
 
 
 if __name__ == "__main__":

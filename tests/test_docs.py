@@ -76,6 +76,22 @@ def test_a_failing_block_fails_with_the_page_line(tmp_path: Path) -> None:
     assert f'File "{page}", line 7' in result.stderr, result.stderr
 
 
+def test_output_blocks_must_be_what_the_block_before_printed(tmp_path: Path) -> None:
+    code = "```python\nprint('Layer(w=f32[3])')\n```\n\n<!-- output -->\n```text\n{}\n```\n"
+    assert run_page(tmp_path / "page.md", code.format("Layer(w=f32[3])")).returncode == 0
+    result = run_page(tmp_path / "page.md", code.format("Layer(w=f32[4])"))
+    assert "page.md:6: the output shown is not what the Python block before it printed" in (
+        result.stderr
+    ), result.stderr
+    assert "-Layer(w=f32[4])\n+Layer(w=f32[3])" in result.stderr, result.stderr
+
+
+def test_pages_run_as_main(tmp_path: Path) -> None:
+    code = "```python\nclass A: ...\nprint(A.__module__)\n```\n\n<!-- output -->\n```text\n__main__\n```\n"
+    result = run_page(tmp_path / "page.md", code)
+    assert result.returncode == 0, result.stderr
+
+
 def test_pages_run_without_our_future_imports(tmp_path: Path) -> None:
     result = run_page(tmp_path / "page.md", "```python\ndef f(x: Undefined) -> None: ...\n```\n")
     assert "NameError: name 'Undefined' is not defined" in result.stderr, result.stderr
