@@ -98,6 +98,7 @@ class _Block:
     def close(self) -> None:
         """Refuse from now on, and let go of the copy (a task may outlive the block)."""
         self.objects = None
+        self.originals.clear()  # The values fields began with may be parts of the copy.
 
     def assign(self, obj: object, name: str, value: object) -> None:
         if self.objects is None:

@@ -661,21 +661,24 @@ def test_task_started_inside_a_block_loses_permission_when_the_block_ends() -> N
 
 
 def test_a_task_that_outlives_the_block_does_not_keep_the_copy_alive() -> None:
-    async def main() -> tuple[bool, bool]:
+    async def main() -> tuple[bool, bool, bool]:
         stop = asyncio.Event()
         with copy_and_mutate(bar()) as copy:
             copy.array = np.ones(3)
             ref = weakref.ref(copy)
+            replaced = weakref.ref(copy.children[0])  # the copy's own child, then replaced
+            copy.children = [Foo(np.ones(3))]
             task = asyncio.create_task(stop.wait())  # Copies the block's permission.
         del copy
         await asyncio.sleep(0)
         gc.collect()
         alive_during_task = ref() is not None
+        replaced_alive = replaced() is not None
         stop.set()
         await task
-        return alive_during_task, task.done()
+        return alive_during_task, replaced_alive, task.done()
 
-    assert asyncio.run(main()) == (False, True)
+    assert asyncio.run(main()) == (False, False, True)
 
 
 # -------------------------------------------------------------------------- validation
