@@ -4,16 +4,25 @@
 checkpoint libraries that save the tree's structure (orbax) stored each pytree dataclass as
 the list of its children that `__init__` takes. `v1_6_layout` gives a tree that layout, to
 restore into; `from_v1_6_layout` puts what was restored back into the target's classes,
-taking static and `init=False` fields from the target.
+taking static and `init=False` fields from the target. `saved_by_1_6` says which fields 1.6
+saved (flax state dicts too): 1.6 read only its own static marks, so a field made static by
+another library's metadata (`pytree_node=False`, `static=True`) was one of its children.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from jax.tree_util import GetAttrKey
 
+from jax_dataclasses._annotations import (
+    LEGACY_STATIC_MARKER,
+    StaticAnnotationError,
+    is_static_annotation,
+)
 from jax_dataclasses._registry import Layout, layout_of
 from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
 
@@ -28,8 +37,9 @@ def v1_6_layout(tree: Any) -> Any:
     `from_v1_6_layout`.
 
     jax_dataclasses 1.6 registered classes without keys, so its orbax checkpoints store each
-    pytree dataclass as the list of the children its `__init__` takes (static and `init=False`
-    fields left out). Containers and leaves are kept as they are.
+    pytree dataclass as the list of the fields its `__init__` takes, leaving out the fields
+    1.6 saw as static (`Static[...]`, `static_field()`; not other libraries' metadata) and
+    `init=False` fields. Containers and leaves are kept as they are.
 
     Args:
         tree: A tree of your classes, usually abstract (`jax.ShapeDtypeStruct` leaves).
@@ -48,7 +58,7 @@ def v1_6_layout(tree: Any) -> Any:
     """
     layout = layout_of(_type_of(tree))
     if layout is not None:
-        return [v1_6_layout(getattr(tree, name)) for name in _saved_fields(layout)]
+        return [v1_6_layout(getattr(tree, name)) for name in saved_by_1_6(layout)]
     return _map_children(tree, v1_6_layout)
 
 
@@ -101,7 +111,7 @@ def _rebuild(target: Any, restored: Any, path: KeyPath) -> Any:
                 for (key, child), saved in zip(keyed, restored_children, strict=True)
             ]
         )
-    saved = _saved_fields(layout)
+    saved = saved_by_1_6(layout)
     kind = _type_of(restored)
     items = list(cast("Sequence[Any]", restored)) if issubclass(kind, list | tuple) else None
     if items is None or len(items) != len(saved):
@@ -122,10 +132,29 @@ def _rebuild(target: Any, restored: Any, path: KeyPath) -> Any:
     return layout.unflatten(statics, new_children)
 
 
-def _saved_fields(layout: Layout) -> tuple[str, ...]:
-    """The children 1.6 put in the pytree: those `__init__` takes, in field order."""
-    fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
-    return tuple(name for name in layout.children if fields[name].init)
+def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
+    """The fields 1.6 saved, in field order: those `__init__` takes that 1.6 did not see as
+    static. It saw only `Static[...]` and its own field marker (`static_field()`)."""
+    return tuple(
+        f.name
+        for f in dataclasses.fields(layout.cls)
+        if f.init and (f.name in layout.children or _static_only_to_us(layout.cls, f))
+    )
+
+
+def _static_only_to_us(cls: type, f: dataclasses.Field[Any]) -> bool:
+    """Static through another library's metadata alone, which 1.6 ignored."""
+    metadata = f.metadata
+    if metadata.get(LEGACY_STATIC_MARKER) is True:
+        return False
+    if metadata.get("static") is not True and metadata.get("pytree_node") is not False:
+        return False
+    module = sys.modules.get(cls.__module__)
+    try:
+        where = f"field {f.name!r} of {cls.__qualname__}"
+        return not is_static_annotation(f.type, where, vars(module) if module else {})
+    except StaticAnnotationError:  # It mentions Static in a way 1.6 would have read as static.
+        return False
 
 
 def _type_of(value: object) -> type:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 from jax import Array, tree_util
 
+from jax_dataclasses._checkpoints_1_6 import saved_by_1_6
 from jax_dataclasses._registry import Layout, layout_of, on_register
 
 if TYPE_CHECKING:
@@ -166,8 +167,10 @@ def _from_state_dict(flax: _FlaxSerialization, target: object, state: object) ->
     missing = [name for name in layout.children if name not in state]
     unknown = [key for key in state if key not in layout.children]
     fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
-    if not unknown and all(not fields[name].init for name in missing):
-        missing = []  # 1.6 saved no `init=False` field: they keep the target's values.
+    if set(unknown) <= set(saved_by_1_6(layout)) and all(not fields[n].init for n in missing):
+        # What 1.6 wrote: no `init=False` field (they keep the target's values), and fields
+        # that only other libraries' metadata makes static (static values are the target's).
+        missing, unknown = [], []
     if missing or unknown:
         problems: list[str] = []
         if missing:

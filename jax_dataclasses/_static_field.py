@@ -6,9 +6,11 @@ import dataclasses
 import warnings
 from typing import Any
 
+from jax_dataclasses._annotations import LEGACY_STATIC_MARKER
+
 
 def static_field(**kwargs: Any) -> Any:
-    """Deprecated: `dataclasses.field(**kwargs)` with field metadata `static=True`.
+    """Deprecated: `dataclasses.field(**kwargs)` with field metadata that marks it static.
 
     Takes exactly the arguments of `dataclasses.field`, and emits a `DeprecationWarning`.
     Type checkers see it as `dataclasses.field`. Annotate the field `jdc.Static[T]` instead.
@@ -30,5 +32,11 @@ def static_field(**kwargs: Any) -> Any:
         DeprecationWarning,
         stacklevel=2,
     )
-    metadata: dict[str, Any] = {**(kwargs.pop("metadata", None) or {}), "static": True}
+    # `static=True` as other libraries spell it, and 1.6's own marker, which 1.6 checkpoints
+    # depend on: a field 1.6 saw as static was not saved (`_checkpoints_1_6.saved_by_1_6`).
+    metadata: dict[str, Any] = {
+        **(kwargs.pop("metadata", None) or {}),
+        "static": True,
+        LEGACY_STATIC_MARKER: True,
+    }
     return dataclasses.field(metadata=metadata, **kwargs)

@@ -138,3 +138,55 @@ def test_flax_state_missing_an_init_field_is_still_an_error() -> None:
     del state["encoder"]
     with pytest.raises(ValueError, match=r"Model at path .*missing field\(s\) 'encoder'"):
         serialization.from_state_dict(target_model(), state)
+
+
+# 1.6 read only its own static marks: a field that another library's metadata makes static
+# (here, and in flax or equinox) was one of its children, and its checkpoints hold it.
+@jdc.pytree_dataclass
+class Gains:
+    kp: jax.Array
+    kd: float = dataclasses.field(default=0.5, metadata={"pytree_node": False})
+    order: int = dataclasses.field(default=2, metadata={"static": True})
+    clip: jdc.Static[float] = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class LegacyGains:
+    kp: jax.Array
+    kd: float = 0.5
+    order: int = 2
+    clip: float = 1.0
+
+
+_register_as_1_6(LegacyGains, ["kp", "kd", "order"], ["clip"])
+
+
+def test_fields_static_only_by_other_metadata_were_saved_by_1_6(tmp_path: Path) -> None:
+    saved = LegacyGains(jnp.arange(3.0), kd=0.25, order=3, clip=4.0)
+    target = Gains(jnp.zeros(3), kd=0.75, order=5, clip=9.0)
+    assert jax.tree.structure(jdc.v1_6_layout(target)) == jax.tree.structure([0, 0, 0])
+    with ocp.StandardCheckpointer() as checkpointer:
+        checkpointer.save(tmp_path / "checkpoint", saved)
+        checkpointer.wait_until_finished()
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+        restored = checkpointer.restore(tmp_path / "checkpoint", jdc.v1_6_layout(abstract))
+    from_orbax = jdc.from_v1_6_layout(target, restored)
+    from_flax = serialization.from_state_dict(target, serialization.to_state_dict(saved))
+    for gains in (from_orbax, from_flax):
+        np.testing.assert_array_equal(gains.kp, np.arange(3.0))
+        assert (gains.kd, gains.order, gains.clip) == (0.75, 5, 9.0)  # static: the target's
+
+
+def test_static_field_was_static_to_1_6_too() -> None:
+    with pytest.warns(DeprecationWarning):
+
+        @jdc.pytree_dataclass
+        class Old:
+            kp: jax.Array
+            order: int = jdc.static_field(default=2)
+
+    old = Old(jnp.zeros(3))
+    layout = jdc.v1_6_layout(old)
+    assert len(layout) == 1 and layout[0] is old.kp
+    with pytest.raises(ValueError, match=r"Old at path .*unknown field\(s\) 'bogus'"):
+        serialization.from_state_dict(Old(jnp.zeros(3)), {"kp": np.zeros(3), "bogus": 1})

@@ -50,7 +50,11 @@ def test_static_field_takes_the_arguments_of_dataclasses_field() -> None:
 
     fields = {f.name: f for f in dataclasses.fields(Options)}
     assert fields["sizes"].repr is False and fields["mode"].kw_only is True
-    assert dict(fields["mode"].metadata) == {"doc": "the mode", "static": True}
+    assert dict(fields["mode"].metadata) == {
+        "doc": "the mode",
+        "static": True,
+        "__jax_dataclasses_static_field__": True,  # 1.6's marker: 1.6 did not save the field
+    }
     assert fields["hidden"].init is False and fields["hidden"].compare is False
     options = Options(1.0, (2,), mode="b")
     assert (options.sizes, options.mode, options.hidden) == ((2,), "b", "h")
