@@ -167,7 +167,8 @@ def _from_state_dict(flax: _FlaxSerialization, target: object, state: object) ->
     missing = [name for name in layout.children if name not in state]
     unknown = [key for key in state if key not in layout.children]
     fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
-    if set(unknown) <= set(saved_by_1_6(layout)) and all(not fields[n].init for n in missing):
+    from_1_6 = not unknown or set(unknown) <= set(saved_by_1_6(layout))
+    if from_1_6 and all(not fields[name].init for name in missing):
         # What 1.6 wrote: no `init=False` field (they keep the target's values), and fields
         # that only other libraries' metadata makes static (static values are the target's).
         missing, unknown = [], []
