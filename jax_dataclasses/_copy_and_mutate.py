@@ -70,8 +70,9 @@ def copy_and_mutate(obj: T, validate: bool = True) -> AbstractContextManager[T]:
 
 @contextmanager
 def _open_block(obj: T, validate: bool) -> Generator[T, None, None]:
-    copy, created = _structural_copy(obj)
-    block = _Block(validate, created)
+    """The block behind `copy_and_mutate`: copy, grant permission to assign, revoke on exit."""
+    copy, created, sources = _structural_copy(obj)
+    block = _Block(validate, created, sources)
     try:
         with mutable(dict.fromkeys(map(id, created), block.assign)):
             yield copy
@@ -84,23 +85,27 @@ class _Block:
 
     Closing it matters for contexts that copied the permission while the block was open (an
     asyncio task created inside it): their permission ends with the block too. Assignments
-    are checked against the field's value when the block began, so that a sequence of
-    assignments cannot drift from it (a Python int into an int32 field, then a float32 array).
+    are checked against the field's value in the original tree (which nothing in the block
+    can change), so that no sequence of assignments, at any depth, drifts from it: a Python
+    int into an int32 field, then a float32 array, would otherwise pass.
     """
 
-    __slots__ = ("objects", "originals", "validate")
+    __slots__ = ("objects", "source_of", "sources", "validate")
 
-    def __init__(self, validate: bool, objects: list[object]) -> None:
+    def __init__(self, validate: bool, objects: list[object], sources: list[object]) -> None:
         self.validate = validate
         self.objects: list[object] | None = objects  # Alive while open: their ids stay unique.
-        self.originals: dict[tuple[int, str], object] = {}  # (id, field): value at the start
+        self.sources = sources  # sources[i] is the original that objects[i] copies.
+        self.source_of: dict[int, object] | None = None  # Built at the first validated check.
 
     def close(self) -> None:
         """Refuse from now on, and let go of the copy (a task may outlive the block)."""
         self.objects = None
-        self.originals.clear()  # The values fields began with may be parts of the copy.
+        self.sources = []
+        self.source_of = None
 
     def assign(self, obj: object, name: str, value: object) -> None:
+        """Assign a field of one of the block's objects, validated against its original."""
         if self.objects is None:
             raise dataclasses.FrozenInstanceError(
                 f"cannot assign to field {name!r} of {type(obj).__qualname__}: the copy_and_mutate "
@@ -109,8 +114,9 @@ class _Block:
         if not self.validate:
             assign_field(obj, name, value, False)
             return
-        original = self.originals.setdefault((id(obj), name), getattr(obj, name, None))
-        assign_field(obj, name, value, True, original)
+        if self.source_of is None:
+            self.source_of = dict(zip(map(id, self.objects), self.sources, strict=True))
+        assign_field(obj, name, value, True, self.source_of[id(obj)])
 
 
 class _Dataclass:
@@ -154,8 +160,9 @@ def _kind(node: object) -> _Kind | None:
     return kind
 
 
-def _structural_copy(tree: T) -> tuple[T, list[object]]:
-    """Copy every pytree node of `tree` (keeping its leaves); also return the new dataclasses.
+def _structural_copy(tree: T) -> tuple[T, list[object], list[object]]:
+    """Copy every pytree node of `tree` (keeping its leaves); also return the new dataclasses
+    and, in the same order, the originals they copy.
 
     A pytree is a tree: every key path gets its own copy of the nodes on it, even where the
     original shares one object between paths (as `tree_map` and `jax.jit` do), so an
@@ -164,6 +171,7 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
     are recognised by their type before any call, because they are most of a model.
     """
     created: list[object] = []
+    sources: list[object] = []
     on_path: set[int] = set()  # ids of the nodes being copied: alive, so ids are unique.
     kinds = _KINDS
     leaf_types = _LEAF_TYPES
@@ -195,6 +203,7 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
             result = new_object(cls)
             kind.fill(result, statics, children)
             created.append(result)
+            sources.append(node)
         elif kind is _DICT:
             result = {}
             for name, child in node.items():
@@ -215,7 +224,7 @@ def _structural_copy(tree: T) -> tuple[T, list[object]]:
         return result
 
     copied_tree: T = copy(tree)
-    return copied_tree, created
+    return copied_tree, created, sources
 
 
 def _cycle_error(tree: object, node: object) -> ValueError:

@@ -59,24 +59,20 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
     refuse_assignment(self, name)
 
 
-_CURRENT = object()
-"""`assign_field` checks against the field's current value."""
-
-
 def assign_field(
-    obj: object, name: str, value: object, validate: bool, reference: object = _CURRENT
+    obj: object, name: str, value: object, validate: bool, original: object | None = None
 ) -> None:
     """Assign field `name` of a registered `obj` that may be mutated: with `validate`, a child
-    must keep the structure, shapes and dtypes of `reference` (by default its current value)
-    and a static value must pass the static-value checks. Other attributes are refused: JAX
-    rebuilds objects from their fields alone."""
+    must keep the structure, shapes and dtypes of the field's value in `original` (the object
+    `obj` copies; `obj` itself by default) and a static value must pass the static-value
+    checks. Other attributes are refused: JAX rebuilds objects from their fields alone."""
     cls = type(obj)
     layout = layout_of(cls)
     if layout is None or name not in layout.fields:
         refuse_non_field(obj, name)
     if validate:
         if name in layout.children:
-            old = getattr(obj, name) if reference is _CURRENT else reference
+            old = getattr(obj if original is None else original, name)
             check_assignment(cls, name, old, value)
         else:
             check_static_value(cls, name, value)

@@ -660,6 +660,20 @@ def test_task_started_inside_a_block_loses_permission_when_the_block_ends() -> N
     assert "Bar" in after
 
 
+def test_assigning_a_property_is_refused_without_running_it() -> None:
+    @jdc.pytree_dataclass
+    class Vector:
+        x: jax.Array
+
+        @property
+        def norm(self) -> jax.Array:
+            raise AssertionError("the getter must not run")
+
+    refused = pytest.raises(dataclasses.FrozenInstanceError, match=r"'norm' of .*Vector")
+    with copy_and_mutate(Vector(jnp.ones(2))) as vector, refused:
+        vector.norm = jnp.ones(())  # type: ignore[misc]
+
+
 def test_a_task_that_outlives_the_block_does_not_keep_the_copy_alive() -> None:
     async def main() -> tuple[bool, bool, bool]:
         stop = asyncio.Event()
@@ -916,6 +930,20 @@ def test_assignments_are_checked_against_the_value_at_the_start_of_the_block() -
         copy.array = 1
         copy.array = 0.01
     assert copy.array == 0.01
+    # Nor through a nested object or a list of the copy, changed first.
+    nested = Bar(children=[Foo(jnp.zeros((), jnp.int32))], array=jnp.zeros(()), array_unchanged=1)
+    with copy_and_mutate(nested) as copy:
+        copy.children[0].array = 3
+        with pytest.raises(MutationValidationError, match=r"field 'children' of Bar .*dtype"):
+            copy.children = [Foo(jnp.asarray(0.5, jnp.float32))]
+        copy.children.append(Foo(jnp.zeros((), jnp.int32)))
+        with pytest.raises(MutationValidationError, match=r"list of 1 → 2 items"):
+            copy.children = [Foo(jnp.zeros((), jnp.int32)), Foo(jnp.zeros((), jnp.int32))]
+    # A nested static field may change, but the whole node assigned again must match the original.
+    with copy_and_mutate(Foo(bar())) as holder:
+        holder.array.name = "renamed"
+        with pytest.raises(MutationValidationError, match=r"static field 'name' of Bar"):
+            holder.array = jdc.replace(bar(), name="renamed")
     # validate=False blocks nest inside and check nothing; the outer block still checks.
     with copy_and_mutate([Foo(jnp.zeros(2))]) as outer:
         with copy_and_mutate(outer[0], validate=False) as inner:
