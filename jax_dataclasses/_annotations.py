@@ -27,6 +27,17 @@ class _StaticMarker:
 STATIC_MARKER = _StaticMarker()
 LEGACY_STATIC_MARKER = "__jax_dataclasses_static_field__"
 """What jax_dataclasses 1.6 put in `Annotated` metadata and field metadata; still honoured."""
+_STATIC_METADATA = ((LEGACY_STATIC_MARKER, True), ("static", True), ("pytree_node", False))
+
+
+def static_metadata_key(metadata: Mapping[str, object]) -> str | None:
+    """The key of a field's metadata that marks it static (1.6's marker, or `static=True` /
+    `pytree_node=False` as other libraries spell it), compared with `==`; else None."""
+    for key, value in _STATIC_METADATA:
+        if key in metadata and metadata[key] == value:
+            return key
+    return None
+
 
 Static = Annotated[T, STATIC_MARKER]
 Static.__doc__ = """`Static[T]` is `T` to type checkers; on a field or `jit` parameter it marks the value static.

@@ -22,6 +22,7 @@ from jax_dataclasses._annotations import (
     LEGACY_STATIC_MARKER,
     StaticAnnotationError,
     is_static_annotation,
+    static_metadata_key,
 )
 from jax_dataclasses._registry import Layout, layout_of
 from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
@@ -144,10 +145,7 @@ def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
 
 def _static_only_to_us(cls: type, f: dataclasses.Field[Any]) -> bool:
     """Static through another library's metadata alone, which 1.6 ignored."""
-    metadata = f.metadata
-    if metadata.get(LEGACY_STATIC_MARKER) is True:
-        return False
-    if metadata.get("static") is not True and metadata.get("pytree_node") is not False:
+    if static_metadata_key(f.metadata) in (None, LEGACY_STATIC_MARKER):
         return False
     module = sys.modules.get(cls.__module__)
     try:

@@ -17,7 +17,7 @@ from typing import Any, cast
 import numpy as np
 from jax import Array
 
-from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, is_static_annotation
+from jax_dataclasses._annotations import is_static_annotation, static_metadata_key
 from jax_dataclasses._construct import (
     UNDECORATED_ATTR,
     init_parameters,
@@ -30,7 +30,6 @@ from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
 from jax_dataclasses._registry import layout_of, new_fields, register
 
-_STATIC_METADATA = (("static", True), ("pytree_node", False), (LEGACY_STATIC_MARKER, True))
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 
 
@@ -250,7 +249,7 @@ def _static_names(cls: type, localns: Mapping[str, Any]) -> set[str]:
     globalns = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
     statics: set[str] = set()
     for f in dataclasses.fields(cls):
-        if any(f.metadata.get(key, not value) == value for key, value in _STATIC_METADATA):
+        if static_metadata_key(f.metadata) is not None:
             statics.add(f.name)
             continue
         owner = _defining_class(cls, f)

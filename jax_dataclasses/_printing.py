@@ -47,12 +47,12 @@ def pformat(tree: Any, *, width: int = 80, short_arrays: bool = True) -> str:
         ...     b: jax.Array
         >>> print(jdc.pformat({"layers": [Dense(jnp.ones((64, 64)), jnp.zeros(2))]}, width=30))
         {
-          'layers': [
-            Dense(
-              w=f32[64,64],
-              b=f32[2](0.0, 0.0),
-            ),
-          ],
+            'layers': [
+                Dense(
+                    w=f32[64,64],
+                    b=f32[2](0.0, 0.0),
+                ),
+            ],
         }
     """
     return _Printer(width, short_arrays).format(tree, 0)
@@ -208,13 +208,26 @@ def repr_pretty(self: object, printer: Any, cycle: bool) -> None:
     """IPython's `_repr_pretty_`: the text of `repr`, fitted to the column IPython is at.
 
     Inside a list or dict that IPython prints, the object starts at some column: it gets the
-    rest of the line's width, and its continuation lines are indented from that column.
+    rest of the line's width, and its continuation lines are indented from that column. An
+    object that needs several lines first breaks the groups around it (a list then puts one
+    item per line), as `pprint` does, and is fitted again where that leaves it. A printer
+    other than IPython's gets the plain repr.
     """
     if cycle:
         printer.text("...")
         return
+    if not hasattr(printer, "group_queue"):
+        printer.text(pformat(self))
+        return
     column = printer.output_width + printer.buffer_width
-    first, *rest = pformat(self, width=max(printer.max_width - column, 1)).split("\n")
+    text = pformat(self, width=max(printer.max_width - column, 1))
+    if "\n" in text and printer.buffer:  # Pending separators would stay spaces: break them.
+        while (group := printer.group_queue.deq()) is not None:
+            printer._break_one_group(group)  # IPython's own step for this (its break_).
+        printer.flush()
+        column = printer.output_width
+        text = pformat(self, width=max(printer.max_width - column, 1))
+    first, *rest = text.split("\n")
     printer.text(first)
     with printer.indent(column - printer.indentation):
         for line in rest:

@@ -12,12 +12,11 @@ import dataclasses
 import enum
 import threading
 import types
-from collections.abc import Mapping
 
 import numpy as np
 from jax import Array, core
 
-from jax_dataclasses._annotations import LEGACY_STATIC_MARKER
+from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, static_metadata_key
 from jax_dataclasses._user_warning import warn_at_user
 
 
@@ -107,13 +106,11 @@ def _problem(value: object) -> str | None:
 def _unmark(cls: type, field: str) -> str:
     """How to make `field` a child: undo whatever made it static."""
     specs: dict[str, dataclasses.Field[object]] = getattr(cls, "__dataclass_fields__", {})
-    metadata: Mapping[str, object] = specs[field].metadata if field in specs else {}
-    if metadata.get("pytree_node") is False:
-        return "remove pytree_node=False from its field metadata"
-    if metadata.get("static") is True:
-        return "remove static=True from its field metadata, or stop using jdc.static_field()"
-    if metadata.get(LEGACY_STATIC_MARKER) is True:
-        return f"remove {LEGACY_STATIC_MARKER!r} from its field metadata"
+    key = static_metadata_key(specs[field].metadata) if field in specs else None
+    if key == LEGACY_STATIC_MARKER:
+        return f"stop using jdc.static_field(), or remove {key!r} from its field metadata"
+    if key is not None:
+        return f"remove {key}={specs[field].metadata[key]!r} from its field metadata"
     return "remove Static[...] from its annotation"
 
 

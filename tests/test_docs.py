@@ -111,7 +111,7 @@ def test_public_docstrings_have_an_example_that_runs(name: str) -> None:
     tests = doctest.DocTestFinder(recurse=False).find(
         obj, f"jdc.{name}", globs={"jax": jax, "jnp": jnp, "jdc": jdc}
     )
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for test in tests:
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0

@@ -160,6 +160,30 @@ def test_ipython_pretty_printing_uses_the_same_text() -> None:
     assert pretty(block, max_width=30) == jdc.pformat(block, width=30)
 
 
+def test_ipython_pretty_printing_breaks_the_groups_around_a_long_object() -> None:
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    block = Block(linear(), [])
+    text = pretty([1234567890] * 3 + [block], max_width=60)
+    lines = text.splitlines()
+    assert lines[:3] == ["[1234567890,", " 1234567890,", " 1234567890,"], text
+    assert "\n".join(line[1:] for line in lines[3:]) == jdc.pformat(block, width=59) + "]", text
+    assert max(map(len, lines)) <= 60, text
+
+
+def test_ipython_pretty_printing_of_a_minimal_printer_is_the_repr() -> None:
+    class Printer:
+        def __init__(self) -> None:
+            self.parts: list[str] = []
+
+        def text(self, text: str) -> None:
+            self.parts.append(text)
+
+    printer = Printer()
+    block = Block(linear(), [])
+    block._repr_pretty_(printer, False)  # type: ignore[attr-defined]
+    assert printer.parts == [repr(block)]
+
+
 def test_ipython_pretty_printing_fits_and_indents_inside_containers() -> None:
     pretty = pytest.importorskip("IPython.lib.pretty").pretty
     block = Block(linear(), [linear()])

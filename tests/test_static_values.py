@@ -79,8 +79,9 @@ def test_arrays_in_static_fields_are_refused(value: object) -> None:
     ("metadata", "fix"),
     [
         ({"pytree_node": False}, "remove pytree_node=False from its field metadata"),
+        ({"pytree_node": 0}, "remove pytree_node=0 from its field metadata"),
         ({"static": True}, "remove static=True from its field metadata"),
-        ({"__jax_dataclasses_static_field__": True}, "remove '__jax_dataclasses_static_field__'"),
+        ({"__jax_dataclasses_static_field__": True}, "stop using jdc.static_field()"),
     ],
 )
 def test_array_in_a_field_static_by_metadata_says_which_metadata(
