@@ -194,47 +194,58 @@ def take_screenshots(site: Path, out: Path) -> int:
     needs it shows up as unstyled text in the pictures.
     """
     import http.server
-    import tempfile
     import threading
     from functools import partial
 
     if not CHROMIUM.exists():
         log(f"{CHROMIUM} not found (Debian: apt install chromium)")
         return 1
+    missing = [page for page in SCREENSHOT_PAGES if not (site / page).is_file()]
+    if missing:
+        log(f"FAILED: {site} has no {', '.join(missing)} (build the site first)")
+        return 1
     out.mkdir(exist_ok=True)
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
+        """Serves the site without logging every request."""
+
         def log_message(self, format: str, *args: object) -> None:
             pass
 
     handler = partial(Quiet, directory=str(site))
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        port = server.server_address[1]
-        for page in SCREENSHOT_PAGES:
-            png = out / (page.replace("/", "-").removesuffix(".html") + ".png")
-            with tempfile.TemporaryDirectory() as profile:
-                flags = [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                    "--no-first-run", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-                    "--window-size=1280,1000", "--virtual-time-budget=5000",
-                    f"--user-data-dir={profile}",
-                ]  # fmt: skip
-                code = subprocess.call(
-                    [
-                        str(CHROMIUM),
-                        *flags,
-                        f"--screenshot={png}",
-                        f"http://127.0.0.1:{port}/{page}",
-                    ],
-                    stderr=subprocess.DEVNULL,
-                )
-            if code != 0 or not png.exists():
-                log(f"FAILED: no screenshot of {page}")
-                return code or 1
-            log(f"saved {png}")
-        server.shutdown()
+        try:
+            return _screenshot_pages(server.server_address[1], out)
+        finally:
+            server.shutdown()
+
+
+def _screenshot_pages(port: int, out: Path) -> int:
+    """One Chromium run per page of SCREENSHOT_PAGES, served on `port`."""
+    import tempfile
+
+    for page in SCREENSHOT_PAGES:
+        png = out / (page.replace("/", "-").removesuffix(".html") + ".png")
+        png.unlink(missing_ok=True)  # A stale picture must not pass for a new one.
+        with tempfile.TemporaryDirectory() as profile:
+            flags = [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                "--window-size=1280,1000", "--virtual-time-budget=5000",
+                f"--user-data-dir={profile}",
+            ]  # fmt: skip
+            url = f"http://127.0.0.1:{port}/{page}"
+            command = [str(CHROMIUM), *flags, f"--screenshot={png}", url]
+            try:
+                code = subprocess.call(command, stderr=subprocess.DEVNULL, timeout=120)
+            except subprocess.TimeoutExpired:
+                code = 124
+        if code != 0 or not png.exists():
+            log(f"FAILED: no screenshot of {page}")
+            return code or 1
+        log(f"saved {png}")
     return 0
 
 

@@ -19,7 +19,8 @@ Conventions (HTML comments, invisible on GitHub and on the site):
   accident.
 - The page runs as `__main__`, as a reader's script would (classes print as `__main__.X`).
 
-Run one page: `python tests/doc_blocks.py docs/guides/jit.md`.
+Run one page: `python tests/doc_blocks.py docs/guides/jit.md` (page options are applied by
+`tests/test_docs.py` only: `pytest tests/test_docs.py -k sharding` runs a page as the suite does).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ OUTPUT = re.compile(r"^\s*<!--\s*output\s*-->\s*$")
 PAGE_OPTION = re.compile(r"^<!--\s*docs-test:\s*(?P<key>[\w-]+)=(?P<value>\S+)\s*-->\s*$", re.M)
 RUNNABLE = {"python", "py"}
 TEXT = {"text"}
+PAGE_OPTIONS = {"devices", "min-jax", "requires"}
 
 
 @dataclass(frozen=True)
@@ -68,14 +70,14 @@ def blocks(path: Path) -> list[Block]:
         language = opening["info"].lower()
         previous = next((line for line in reversed(lines[:index]) if line.strip()), "")
         skip = SKIP.match(previous)
-        end = index + 1
-        while end < len(lines) and lines[end].strip() != fence:
+        end = index + 1  # Closed by a fence of the same character, at least as long.
+        while end < len(lines) and not _closes(lines[end].strip(), fence):
             end += 1
         if end == len(lines):
             raise ValueError(f"{path}:{index + 1}: the block opened here is never closed")
-        body = textwrap.dedent(
-            "\n".join(line.removeprefix(indent) for line in lines[index + 1 : end])
-        )
+        body = "\n".join(line.removeprefix(indent) for line in lines[index + 1 : end])
+        if language in RUNNABLE:
+            body = textwrap.dedent(body)  # Output keeps its leading spaces.
         is_output = OUTPUT.match(previous) is not None
         if is_output and language not in TEXT:
             raise ValueError(f"{path}:{index + 1}: <!-- output --> marks a {language} block")
@@ -90,9 +92,18 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
+def _closes(line: str, fence: str) -> bool:
+    return len(line) >= len(fence) and set(line) == {fence[0]}
+
+
 def page_options(path: Path) -> dict[str, str]:
-    """`<!-- docs-test: key=value -->` lines of the page (for example `devices=8`)."""
-    return {m["key"]: m["value"] for m in PAGE_OPTION.finditer(path.read_text())}
+    """`<!-- docs-test: key=value -->` lines of the page (for example `devices=8`); `ValueError`
+    for an unknown key, so that a misspelt option is not silently ignored."""
+    options = {m["key"]: m["value"] for m in PAGE_OPTION.finditer(path.read_text())}
+    unknown = set(options) - PAGE_OPTIONS
+    if unknown:
+        raise ValueError(f"{path}: unknown docs-test option(s) {sorted(unknown)}")
+    return options
 
 
 def run_page(path: Path) -> int:
@@ -103,10 +114,12 @@ def run_page(path: Path) -> int:
     module = types.ModuleType("__main__")
     module.__file__ = str(path)
     sys.modules["__main__"] = module
-    ran, printed = 0, ""
+    ran, printed = 0, None  # What the last Python block printed; None if it did not run.
     for block in blocks(path):
         if block.is_output:
             _check_output(path, block, printed)
+        if block.language in RUNNABLE and block.skip_reason is not None:
+            printed = None
         if block.skip_reason is not None or block.language not in RUNNABLE:
             continue
         tree = ast.parse(block.source, filename=str(path))
@@ -123,10 +136,16 @@ def run_page(path: Path) -> int:
     return ran
 
 
-def _check_output(path: Path, block: Block, printed: str) -> None:
+def _check_output(path: Path, block: Block, printed: str | None) -> None:
+    """`AssertionError` unless `block` is what the Python block before it printed."""
+
     def lines(text: str) -> list[str]:
         return [line.rstrip() for line in text.rstrip().splitlines()]
 
+    if printed is None:
+        raise AssertionError(
+            f"{path}:{block.first_line - 1}: <!-- output --> follows no Python block that ran"
+        )
     if lines(block.source) != lines(printed):
         diff = difflib.unified_diff(
             lines(block.source), lines(printed), "shown", "printed", lineterm=""
@@ -138,5 +157,9 @@ def _check_output(path: Path, block: Block, printed: str) -> None:
 
 
 if __name__ == "__main__":
+    # Pages import only what a reader has installed, not this directory's helpers. The page
+    # options (devices, ...) are applied by tests/test_docs.py, not here.
+    if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+        del sys.path[0]
     for argument in sys.argv[1:]:
         print(f"{argument}: {run_page(Path(argument))} block(s) ran")

@@ -10,12 +10,13 @@ import pydoc
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
-from doc_blocks import blocks, page_options
+from doc_blocks import RUNNABLE, blocks, page_options
 from helpers import child_environment
 from packaging.version import Version
 
@@ -26,13 +27,12 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 STDLIB_ALIASES = {"asdict", "astuple", "field", "fields", "is_dataclass", "replace"}
 OURS = sorted(set(jdc.__all__) - STDLIB_ALIASES)
 README_MAX_LINES = 200
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     """Each page's Python blocks run in order, in a fresh process, from an empty directory."""
-    runnable = [b for b in blocks(page) if b.skip_reason is None and b.language == "python"]
+    runnable = [b for b in blocks(page) if b.skip_reason is None and b.language in RUNNABLE]
     if not runnable:
         pytest.skip("no runnable blocks")
     options = page_options(page)
@@ -62,7 +62,7 @@ def test_unmarked_blocks_that_cannot_run_are_refused(tmp_path: Path) -> None:
     assert [b.skip_reason for b in blocks(page)] == ["a shell command"]
 
 
-def run_page(page: Path, text: str) -> subprocess.CompletedProcess[str]:
+def write_and_run(page: Path, text: str) -> subprocess.CompletedProcess[str]:
     """Write a page and run its blocks as the docs tests do."""
     page.write_text(text)
     runner = [sys.executable, str(ROOT / "tests" / "doc_blocks.py"), str(page)]
@@ -71,29 +71,53 @@ def run_page(page: Path, text: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_failing_block_fails_with_the_page_line(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    result = run_page(page, "# Title\n\n- item\n\n  ```python\n  x = 1\n  assert x == 2\n  ```\n")
+    result = write_and_run(
+        page, "# Title\n\n- item\n\n  ```python\n  x = 1\n  assert x == 2\n  ```\n"
+    )
     assert result.returncode != 0
     assert f'File "{page}", line 7' in result.stderr, result.stderr
 
 
 def test_output_blocks_must_be_what_the_block_before_printed(tmp_path: Path) -> None:
     code = "```python\nprint('Layer(w=f32[3])')\n```\n\n<!-- output -->\n```text\n{}\n```\n"
-    assert run_page(tmp_path / "page.md", code.format("Layer(w=f32[3])")).returncode == 0
-    result = run_page(tmp_path / "page.md", code.format("Layer(w=f32[4])"))
+    assert write_and_run(tmp_path / "page.md", code.format("Layer(w=f32[3])")).returncode == 0
+    result = write_and_run(tmp_path / "page.md", code.format("Layer(w=f32[4])"))
     assert "page.md:6: the output shown is not what the Python block before it printed" in (
         result.stderr
     ), result.stderr
     assert "-Layer(w=f32[4])\n+Layer(w=f32[3])" in result.stderr, result.stderr
 
 
+def test_output_must_follow_a_block_that_ran(tmp_path: Path) -> None:
+    code = "```python\nprint('A')\n```\n\n<!-- skip: why -->\n```python\nprint('B')\n```\n\n"
+    result = write_and_run(tmp_path / "page.md", code + "<!-- output -->\n```text\nA\n```\n")
+    assert "page.md:11: <!-- output --> follows no Python block that ran" in result.stderr
+
+
+def test_output_keeps_its_indentation(tmp_path: Path) -> None:
+    code = "```python\nprint('  a')\nprint('  b')\n```\n<!-- output -->\n```text\n  a\n  b\n```\n"
+    result = write_and_run(tmp_path / "page.md", code)
+    assert result.returncode == 0, result.stderr
+
+
+def test_longer_closing_fences_and_misspelt_options(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("````python\nx = 1\n`````\n\n<!-- docs-test: device=8 -->\n")
+    assert [b.source for b in blocks(page)] == ["x = 1"]
+    with pytest.raises(ValueError, match=r"unknown docs-test option\(s\) \['device'\]"):
+        page_options(page)
+
+
 def test_pages_run_as_main(tmp_path: Path) -> None:
     code = "```python\nclass A: ...\nprint(A.__module__)\n```\n\n<!-- output -->\n```text\n__main__\n```\n"
-    result = run_page(tmp_path / "page.md", code)
+    result = write_and_run(tmp_path / "page.md", code)
     assert result.returncode == 0, result.stderr
 
 
 def test_pages_run_without_our_future_imports(tmp_path: Path) -> None:
-    result = run_page(tmp_path / "page.md", "```python\ndef f(x: Undefined) -> None: ...\n```\n")
+    result = write_and_run(
+        tmp_path / "page.md", "```python\ndef f(x: Undefined) -> None: ...\n```\n"
+    )
     assert "NameError: name 'Undefined' is not defined" in result.stderr, result.stderr
 
 
@@ -123,33 +147,64 @@ def test_help_of_static_shows_our_docstring() -> None:
     assert "marks the value static" in text
 
 
-@pytest.mark.skipif(
-    not CHROMIUM.exists() or importlib.util.find_spec("mkdocs") is None,
-    reason="needs Debian's chromium package and the docs extra",
-)
-def test_screenshots_show_rendered_pages(tmp_path: Path) -> None:
-    """`python3 dev.py screenshots`, on a site built here: every page renders to a picture."""
-    site, shots = tmp_path / "site", tmp_path / "shots"
-    build = [
-        sys.executable,
-        "-m",
-        "mkdocs",
-        "build",
-        "--strict",
-        "--quiet",
-        "--site-dir",
-        str(site),
-    ]
-    subprocess.run(build, cwd=ROOT, check=True, capture_output=True)
-    spec = importlib.util.spec_from_file_location("dev", ROOT / "dev.py")
+def load(path: Path) -> types.ModuleType:
+    """Import a file that is not on the path (dev.py, the mkdocs hooks)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
-    dev = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dev)
-    assert dev.take_screenshots(site, shots) == 0
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+DEV = load(ROOT / "dev.py")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documentation site, built here as `python3 dev.py docs` builds it (strict)."""
+    if importlib.util.find_spec("mkdocs") is None:
+        pytest.skip("needs the docs extra")
+    site = tmp_path_factory.mktemp("docs") / "site"
+    build = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(site)]
+    subprocess.run(build, cwd=ROOT, check=True, capture_output=True)
+    return site
+
+
+def test_the_site_shows_our_docstrings_and_no_test_markers(site: Path) -> None:
+    api = (site / "api.html").read_text()
+    assert "marks the value static" in api  # jdc.Static's docstring, set at run time
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        assert not re.search(r"<!--\s*(skip:|output|docs-test:)", text), page
+
+
+def test_the_offline_check_finds_what_a_browser_would_fetch(tmp_path: Path) -> None:
+    remote_fetches = load(ROOT / "docs" / "_build" / "offline_check.py").remote_fetches
+    page = tmp_path / "page.html"
+    page.write_text(
+        '<a href="https://example.org">a link</a><link rel="canonical" href="https://x.org/">'
+        "<p>url(https://in.text/)</p>"  # none of these is fetched
+        '<script src="https://cdn.example/x.js"></script><link rel=preconnect href=//fonts.x>'
+        '<img srcset="/local.png 1x, https://cdn.example/y.png 2x"><div class="mermaid"></div>'
+        "<style>@import 'https://fonts.example/css';</style>"
+    )
+    found = remote_fetches(page)
+    assert len(found) == 5, found
+    style = tmp_path / "style.css"
+    style.write_text("body { background: url('//cdn.example/bg.png') }")
+    assert len(remote_fetches(style)) == 1
+
+
+@pytest.mark.skipif(not DEV.CHROMIUM.exists(), reason="needs Debian's chromium package")
+def test_screenshots_show_rendered_pages(site: Path, tmp_path: Path) -> None:
+    """`python3 dev.py screenshots` on the site: every page renders to a picture."""
+    shots = tmp_path / "shots"
+    assert DEV.take_screenshots(site, shots) == 0
     pictures = sorted(shots.glob("*.png"))
-    assert len(pictures) == len(dev.SCREENSHOT_PAGES)
+    assert len(pictures) == len(DEV.SCREENSHOT_PAGES)
     for picture in pictures:  # A blank page compresses to a few kilobytes.
         assert picture.stat().st_size > 30_000, picture.name
+    assert DEV.take_screenshots(tmp_path / "empty", shots) == 1  # no site: refused
 
 
 def test_readme_is_short() -> None:

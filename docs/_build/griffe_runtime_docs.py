@@ -8,6 +8,7 @@ not see it. This extension gives such attributes the docstring they have at run 
 from __future__ import annotations
 
 import importlib
+import types
 from typing import Any
 
 import griffe
@@ -17,10 +18,16 @@ class RuntimeDocstrings(griffe.Extension):
     """Fill in the docstring of an attribute whose value carries its own `__doc__`."""
 
     def on_attribute_instance(self, *, attr: griffe.Attribute, **kwargs: Any) -> None:
+        """Give `attr` the `__doc__` its value carries in its own instance dictionary."""
         if attr.docstring is not None or attr.parent is None or not attr.parent.is_module:
             return
-        module = importlib.import_module(attr.parent.path)
+        try:
+            module = importlib.import_module(attr.parent.path)
+        except ImportError:
+            return  # Only source is available: griffe's reading stands.
         value = getattr(module, attr.name, None)
-        doc = vars(value).get("__doc__") if hasattr(value, "__dict__") else None
+        if isinstance(value, type | types.GenericAlias) or not hasattr(value, "__dict__"):
+            return  # A class, or `tuple[int, ...]`: `vars` would give its type's docstring.
+        doc = vars(value).get("__doc__")
         if isinstance(doc, str):
             attr.docstring = griffe.Docstring(doc, parent=attr)
