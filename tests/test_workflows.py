@@ -163,7 +163,25 @@ def test_dev_py_offers_the_documented_commands() -> None:
         assert command.split()[-1] in listed, f"`{command}` is not a dev.py subcommand"
 
 
-def test_dev_extra_contains_the_test_extra() -> None:
+def test_dev_extra_contains_the_test_and_docs_extras() -> None:
     extras: dict[str, list[str]] = load_pyproject()["project"]["optional-dependencies"]
-    missing = set(extras["test"]) - set(extras["dev"])
-    assert not missing, f"dev extra lacks {sorted(missing)}"
+    assert "jax_dataclasses[test,docs]" in extras["dev"]
+
+
+def requirement_name(requirement: str) -> str:
+    """`mkdocstrings[python]>=1` -> `mkdocstrings`, normalised as pip compares names."""
+    name = re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_development_dependency_is_pinned() -> None:
+    """`python3 dev.py test` installs exactly what constraints.txt says (docs tools included)."""
+    extras: dict[str, list[str]] = load_pyproject()["project"]["optional-dependencies"]
+    pinned = {
+        requirement_name(line)
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    wanted = {requirement_name(r) for extra in extras.values() for r in extra}
+    wanted.discard("jax-dataclasses")
+    assert wanted - pinned == set(), "constraints.txt does not pin these"
