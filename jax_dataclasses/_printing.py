@@ -204,6 +204,10 @@ def dataclass_repr(self: object) -> str:
     return pformat(self)
 
 
+_IPYTHON_PRINTER = ("output_width", "buffer", "group_queue", "_break_one_group", "indent")
+"""What `repr_pretty` uses of IPython's printer (some of it private): without it, the repr."""
+
+
 def repr_pretty(self: object, printer: Any, cycle: bool) -> None:
     """IPython's `_repr_pretty_`: the text of `repr`, fitted to the column IPython is at.
 
@@ -216,7 +220,7 @@ def repr_pretty(self: object, printer: Any, cycle: bool) -> None:
     if cycle:
         printer.text("...")
         return
-    if not hasattr(printer, "group_queue"):
+    if not all(hasattr(printer, name) for name in _IPYTHON_PRINTER):
         printer.text(pformat(self))
         return
     column = printer.output_width + printer.buffer_width
