@@ -159,6 +159,12 @@ def load(path: Path) -> types.ModuleType:
 DEV = load(ROOT / "dev.py")
 
 
+def test_the_test_command_builds_the_site_strictly(tmp_path: Path) -> None:
+    steps = dict(DEV.steps_for("test", tmp_path, []))
+    assert list(steps)[-2:] == ["docs", "pytest"]  # CI runs `python3 dev.py test`
+    assert steps["docs"][1:3] == ["build", "--strict"]
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The documentation site, built here as `python3 dev.py docs` builds it (strict)."""
