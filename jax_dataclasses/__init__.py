@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._checkpoints_1_6 import from_v1_6_layout, v1_6_layout
+from jax_dataclasses._construct import DerivedFieldWarning
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import EnforcedAnnotationsMixin
 from jax_dataclasses._jit import jit
@@ -25,6 +26,7 @@ else:
 _install_flax_hooks()
 
 __all__ = [
+    "DerivedFieldWarning",
     "EnforcedAnnotationsMixin",
     "MutationValidationError",
     "Static",

@@ -8,8 +8,11 @@ decides, so `Static[Later]` works while `Later` is still undefined; `Static` any
 from __future__ import annotations
 
 import ast
+import sys
 import typing
+from collections import ChainMap
 from collections.abc import Mapping
+from types import FrameType
 from typing import Annotated, Any, TypeVar, cast
 
 import typing_extensions
@@ -28,6 +31,8 @@ STATIC_MARKER = _StaticMarker()
 LEGACY_STATIC_MARKER = "__jax_dataclasses_static_field__"
 """What jax_dataclasses 1.6 put in `Annotated` metadata and field metadata; still honoured."""
 _STATIC_METADATA = ((LEGACY_STATIC_MARKER, True), ("static", True), ("pytree_node", False))
+STATIC_ANNOTATION = "Static"
+"""The mark of a field static by its annotation; other marks are field metadata keys."""
 
 
 def static_metadata_key(metadata: Mapping[str, object]) -> str | None:
@@ -189,17 +194,65 @@ def _mentions_static_object(annotation: object, namespaces: tuple[Mapping[str, A
     return any(_mentions_static_object(arg, namespaces) for arg in typing.get_args(annotation))
 
 
+def defining_scope(
+    qualname: str, module: str, globalns: Mapping[str, Any] | None = None
+) -> tuple[Mapping[str, Any], Mapping[str, Any] | None]:
+    """The global and local names that the annotations of the class or function `qualname`
+    (its `__qualname__`, defined in `module`, or in the namespace `globalns` when known) see.
+
+    The locals are those of the enclosing scopes, innermost first, read from their running
+    frames: `{}` at module level; None when an enclosing function is no longer running, so its
+    names cannot be known. The frames are found by their code's `co_qualname` and globals,
+    whatever sits between them and us on the stack (a user's wrapper around our decorator),
+    so annotations see the scope that defines the class, not the one that called us.
+    """
+    parts = qualname.split(".")[:-1]
+    scopes = [
+        ".".join(parts[:end]) for end in range(len(parts), 0, -1) if parts[end - 1] != "<locals>"
+    ]
+    functions = {".".join(parts[:end]) for end, part in enumerate(parts) if part == "<locals>"}
+    if not scopes and globalns is not None:
+        return globalns, {}
+    found: dict[str, dict[str, Any]] = {}
+    frame: FrameType | None = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    while frame is not None:
+        # A class's `__module__` is its globals' `__name__`, else builtins' (`exec` into a dict).
+        ours = (
+            frame.f_globals is globalns
+            if globalns is not None
+            else frame.f_globals.get("__name__", "builtins") == module
+        )
+        name = frame.f_code.co_qualname
+        if ours and name in scopes and name not in found:
+            found[name] = dict(frame.f_locals)
+            globalns = frame.f_globals
+        elif ours and frame.f_code.co_name == "<module>" and not scopes:
+            globalns = frame.f_globals
+            break
+        if len(found) == len(scopes) and scopes:
+            break
+        frame = frame.f_back
+    if globalns is None:
+        loaded = sys.modules.get(module)
+        globalns = vars(loaded) if loaded else {}
+    if not functions <= found.keys():
+        return globalns, None
+    return globalns, ChainMap(*(found[scope] for scope in scopes if scope in found))
+
+
 def is_static_annotation(
     annotation: object,
     where: str,
     globalns: Mapping[str, Any],
-    localns: Mapping[str, Any] | None = None,
+    localns: Mapping[str, Any] | None,
 ) -> bool:
     """Whether `annotation` is `Static[...]` at its outermost level.
 
-    `where` names the field or parameter for error messages ("field 'x' of class Model").
-    Raises `StaticAnnotationError` when `Static` appears nested, or when the annotation
-    mentions `Static` but its outermost part cannot be resolved yet.
+    `where` names the field or parameter for error messages ("field 'x' of class Model");
+    `localns` holds the names of the enclosing scopes (`defining_scope`), None if they
+    cannot be known. Raises `StaticAnnotationError` when `Static` appears nested, when the
+    annotation mentions `Static` but its outermost part cannot be resolved yet, or when its
+    outermost name is not a global and the enclosing function's names cannot be known.
     """
     namespaces = (localns or {}, globalns, vars(typing))
     if isinstance(annotation, typing.ForwardRef):
@@ -221,6 +274,13 @@ def is_static_annotation(
         args_mention = decision is False and _mentions_static_object(annotation, namespaces)
     if decision is True:
         return True
+    if decision is _UNDECIDED and localns is None:
+        raise StaticAnnotationError(
+            f"cannot tell whether the annotation {annotation!r} of {where} is Static: its "
+            "outermost name is not a global, and the function that defines it has returned, "
+            "so its local names cannot be read. Decorate it inside that function, or define "
+            "the name at module level."
+        )
     if decision is _UNEVALUATED_ALIAS:
         raise StaticAnnotationError(
             f"cannot tell whether the annotation {_show(annotation)} of {where} is Static: it is "

@@ -12,18 +12,12 @@ another library's metadata (`pytree_node=False`, `static=True`) was one of its c
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from jax.tree_util import GetAttrKey
 
-from jax_dataclasses._annotations import (
-    LEGACY_STATIC_MARKER,
-    StaticAnnotationError,
-    is_static_annotation,
-    static_metadata_key,
-)
+from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, STATIC_ANNOTATION
 from jax_dataclasses._registry import Layout, layout_of
 from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
 
@@ -136,23 +130,12 @@ def _rebuild(target: Any, restored: Any, path: KeyPath) -> Any:
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
     """The fields 1.6 saved, in field order: those `__init__` takes that 1.6 did not see as
     static. It saw only `Static[...]` and its own field marker (`static_field()`)."""
-    return tuple(
-        f.name
-        for f in dataclasses.fields(layout.cls)
-        if f.init and (f.name in layout.children or _static_only_to_us(layout.cls, f))
-    )
-
-
-def _static_only_to_us(cls: type, f: dataclasses.Field[Any]) -> bool:
-    """Static through another library's metadata alone, which 1.6 ignored."""
-    if static_metadata_key(f.metadata) in (None, LEGACY_STATIC_MARKER):
-        return False
-    module = sys.modules.get(cls.__module__)
-    try:
-        where = f"field {f.name!r} of {cls.__qualname__}"
-        return not is_static_annotation(f.type, where, vars(module) if module else {})
-    except StaticAnnotationError:  # It mentions Static in a way 1.6 would have read as static.
-        return False
+    unsaved = {
+        name
+        for name, mark in zip(layout.statics, layout.marks, strict=True)
+        if mark in (STATIC_ANNOTATION, LEGACY_STATIC_MARKER)
+    }
+    return tuple(f.name for f in dataclasses.fields(layout.cls) if f.init and f.name not in unsaved)
 
 
 def _type_of(value: object) -> type:

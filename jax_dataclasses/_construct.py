@@ -20,6 +20,7 @@ from jax_dataclasses._codegen import make_function
 from jax_dataclasses._frozen import begin_construction, end_construction
 from jax_dataclasses._registry import layout_of, raise_unregistered
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
+from jax_dataclasses._user_warning import warn_once
 
 
 class _FactorySentinel:
@@ -123,8 +124,15 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
         )
     body.extend(f"__jdc_setattr({this}, {name!r}, {name})" for name in stored)
     if post_init:
-        initvars = "".join(f", {f.name}" for f in params if is_initvar(f))
-        body.append(f"__jdc_post_init({this}{initvars})")
+        # In field order, as `dataclasses` passes them (not parameter order: keyword-only
+        # parameters come last there).
+        all_fields: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
+        initvars = "".join(
+            f", {f.name}" for f in all_fields.values() if is_initvar(f) and f in params
+        )
+        derived = tuple(f.name for f in fields if not f.init)
+        helpers["__jdc_derived"] = derived
+        body.append(f"__jdc_post_init({this}, __jdc_derived{initvars})")
     annotations = {f.name: f.type for f in params} | {"return": None}
     return make_function(cls, "__init__", signature, body, helpers, annotations)
 
@@ -153,18 +161,71 @@ def wrap_own_init(init: Callable[..., None]) -> Callable[..., None]:
     return __init__
 
 
-def run_post_init(obj: object, *initvars: object) -> None:
+class DerivedFieldWarning(UserWarning):
+    """`__post_init__` set an `init=False` field: it is a leaf, not recomputed by JAX.
+
+    jax_dataclasses 1.6 left `init=False` fields out of the tree and ran `__post_init__` again
+    when JAX rebuilt an object, so a field computed from others (`inv_mass = 1 / mass`)
+    followed them. Now it is a leaf like any field, and unflatten runs no `__post_init__`:
+    `jax.grad` does not reach `mass` through it, and after `tree_map` (an optimizer update)
+    it keeps its old value. Emitted once per class and field, at construction.
+
+    Make a derived value a `@property` (or compute it where it is used). For a field that
+    really is state, silence it for that field:
+    `warnings.filterwarnings("ignore", "field 'step' of Counter", jdc.DerivedFieldWarning)`.
+
+    Examples:
+        >>> import warnings
+        >>> @jdc.pytree_dataclass
+        ... class Body:
+        ...     mass: float
+        ...     inv_mass: float = jdc.field(init=False)
+        ...     def __post_init__(self):
+        ...         self.inv_mass = 1 / self.mass
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     body = Body(2.0)
+        >>> caught[0].category.__name__
+        'DerivedFieldWarning'
+    """
+
+
+_UNSET = object()
+
+
+def run_post_init(obj: object, derived: tuple[str, ...], *initvars: object) -> None:
     """`obj.__post_init__(*initvars)`, with the permission an own `__init__` has: it may assign
-    fields (`self.x = ...`), not other attributes. Then check the fields."""
+    fields (`self.x = ...`), not other attributes. Then check the fields, and warn about the
+    `init=False` fields (`derived`) it set."""
+    before = [getattr(obj, name, _UNSET) for name in derived]
     started = begin_construction(obj)
     if started is None:  # An own `__init__` further out grants, and checks when it returns.
         obj.__post_init__(*initvars)  # type: ignore[attr-defined]  # Only called when defined.
-        return
-    try:
-        obj.__post_init__(*initvars)  # type: ignore[attr-defined]
-    finally:
-        end_construction(started)
-    check_fields(obj)
+    else:
+        try:
+            obj.__post_init__(*initvars)  # type: ignore[attr-defined]
+        finally:
+            end_construction(started)
+        check_fields(obj)
+    for name, old in zip(derived, before, strict=True):
+        if getattr(obj, name, _UNSET) is not old:
+            _warn_derived(type(obj), name)
+
+
+def _warn_derived(cls: type, name: str) -> None:
+    warn_once(
+        cls,
+        name,
+        f"field {name!r} of {cls.__qualname__} has init=False and __post_init__ sets it: it is "
+        "a leaf of the pytree, and JAX rebuilds objects without running __post_init__, so "
+        "jax.grad does not reach the fields it is computed from, and after jax.tree.map (an "
+        "optimizer update) it keeps its old value. (jax_dataclasses 1.6 left init=False "
+        "fields out of the tree and ran __post_init__ again.) If it is derived from other "
+        "fields, make it a @property or compute it where it is used; if it is state, silence "
+        f'this: warnings.filterwarnings("ignore", "field {name!r} of {cls.__qualname__}", '
+        "jdc.DerivedFieldWarning).",
+        DerivedFieldWarning,
+    )
 
 
 def check_fields(obj: object) -> None:

@@ -20,6 +20,7 @@ from jax_dataclasses._legacy_mutability import Mutability as _Mutability
 from jax_dataclasses._legacy_mutability import mark_mutable as _mark_mutable
 from jax_dataclasses._registry import Fill, Flatten, Layout, layout_of
 from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
+from jax_dataclasses._validate import check_copy
 
 T = TypeVar("T")
 
@@ -65,7 +66,36 @@ def copy_and_mutate(obj: T, validate: bool = True) -> AbstractContextManager[T]:
         >>> arms[1]
         Arm(angles=f32[2](0.0, 0.0), name='arm')
     """
-    return _open_block(obj, validate)
+    return _BlockManager(_open_block(obj, validate))
+
+
+class _BlockManager(AbstractContextManager[T]):
+    """What `copy_and_mutate` returns: the block's context manager, which refuses to stand in
+    for the copy (`cm = copy_and_mutate(obj); cm.w = ...` would otherwise do nothing)."""
+
+    __slots__ = ("_manager",)
+    _manager: AbstractContextManager[T]
+
+    def __init__(self, manager: AbstractContextManager[T]) -> None:
+        object.__setattr__(self, "_manager", manager)
+
+    def __enter__(self) -> T:
+        return self._manager.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> bool | None:
+        return self._manager.__exit__(*exc_info)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(_NOT_THE_COPY.format(verb="assign to", name=name))
+
+    def __getattr__(self, name: str) -> Any:  # Only names the manager does not have.
+        raise AttributeError(_NOT_THE_COPY.format(verb="read", name=name))
+
+
+_NOT_THE_COPY = (
+    "cannot {verb} {name!r}: jdc.copy_and_mutate(obj) returns a context manager, not the copy. "
+    "Write `with jdc.copy_and_mutate(obj) as copy:` and {verb} `copy.{name}` inside the block."
+)
 
 
 @contextmanager
@@ -78,6 +108,8 @@ def _open_block(obj: T, validate: bool) -> Generator[T, None, None]:
             yield copy
     finally:
         block.close()
+    if validate:
+        check_copy(obj, copy)
 
 
 class _Block:

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import numpy as np
 from jax import Array
 
-from jax_dataclasses._annotations import is_static_annotation, static_metadata_key
+from jax_dataclasses._annotations import (
+    STATIC_ANNOTATION,
+    StaticAnnotationError,
+    defining_scope,
+    is_static_annotation,
+    static_metadata_key,
+)
 from jax_dataclasses._construct import (
     UNDECORATED_ATTR,
     init_parameters,
@@ -99,32 +104,42 @@ def pytree_dataclass(
             "because JAX may share and cache them. Edit a copy with jdc.copy_and_mutate(obj) "
             "or jdc.replace(obj, ...)."
         )
-    localns = sys._getframe(1).f_locals  # pyright: ignore[reportPrivateUsage]  # The decorating scope's names.
 
     def wrap(target: type) -> type:
-        return _process_class(target, options, localns)
+        return _process_class(target, options)
 
     return wrap if cls is None else wrap(cls)
 
 
-def _process_class(target: object, options: dict[str, bool], localns: Mapping[str, Any]) -> type:
+def _process_class(target: object, options: dict[str, bool]) -> type:
     cls = _check_decoratable(target)
     own_init = cls.__dict__.get("__init__")
     own_repr = "__repr__" in cls.__dict__
     if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `_adopt` before this decorator ran.
         own_init = getattr(own_init, UNDECORATED_ATTR)
     array_defaults = _hide_array_defaults(cls)
+    dataclass_options = _dataclass_options(cls, options)
     # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
-    cls = cast(type, dataclasses.dataclass(cls, **_dataclass_options(cls, options)))
+    cls = cast(type, dataclasses.dataclass(cls, **dataclass_options))
     _restore_array_defaults(cls, array_defaults)
 
     names = [f.name for f in dataclasses.fields(cls)]
     reserved = [name for name in names if name.startswith(_RESERVED_PREFIX)]
     if reserved:
         raise TypeError(f"{cls.__qualname__} may not have a field named {reserved[0]!r}")
-    statics = _static_names(cls, localns)
-    children = tuple(n for n in names if n not in statics)
-    static_fields = tuple(n for n in names if n in statics)
+    for f in dataclasses.fields(cls):
+        if callable(f.metadata.get("converter")):
+            raise TypeError(
+                f"field {f.name!r} of {cls.__qualname__} has a converter (equinox's "
+                "field(converter=...)), which pytree_dataclass does not run: the value would "
+                "be stored unconverted. Remove it and convert in __init__ or __post_init__ "
+                f"(self.{f.name} = jnp.asarray(self.{f.name}))."
+            )
+    marks = _static_marks(cls)
+    children = tuple(n for n in names if n not in marks)
+    static_fields = tuple(n for n in names if n in marks)
+    # Registered before `__init__` is generated, which checks static defaults against it.
+    register(cls, children, static_fields, tuple(marks[name] for name in static_fields))
 
     methods: dict[str, object] = {
         "__setattr__": frozen_setattr,
@@ -143,6 +158,8 @@ def _process_class(target: object, options: dict[str, bool], localns: Mapping[st
         )
         if init is not object.__init__:
             methods["__init__"] = wrap_own_init(init)
+    if dataclass_options["unsafe_hash"]:  # `dataclasses` generated a hash of the fields.
+        methods["__hash__"] = _hash_naming_the_field(cls.__dict__["__hash__"])
     if options["repr"] and not own_repr:
         methods["__repr__"] = dataclass_repr
         methods["_repr_pretty_"] = repr_pretty
@@ -153,7 +170,6 @@ def _process_class(target: object, options: dict[str, bool], localns: Mapping[st
         methods["__getstate__"] = _slots_getstate
         methods["__setstate__"] = _slots_setstate
     _install(cls, methods)
-    register(cls, children, static_fields)
     return cls
 
 
@@ -165,6 +181,9 @@ def _check_decoratable(cls: object) -> type:
         )
     if cls.__dict__.get("__setattr__") is frozen_setattr:
         raise TypeError(f"{cls.__qualname__} is already a pytree dataclass: decorate it once.")
+    leftover = _other_pytree_maker(cls)
+    if leftover is not None:
+        raise TypeError(f"{cls.__qualname__} {leftover}")
     for name in ("__setattr__", "__delattr__"):
         if name in cls.__dict__:
             raise TypeError(
@@ -172,6 +191,38 @@ def _check_decoratable(cls: object) -> type:
                 "instances frozen. Remove it; use jdc.copy_and_mutate to edit copies."
             )
     return cls
+
+
+def _other_pytree_maker(cls: type) -> str | None:
+    """What else makes `cls` a dataclass or pytree (left over from a migration), with the fix."""
+    bases = {f"{base.__module__}.{base.__qualname__}": base for base in cls.__mro__[1:]}
+    if any(name.startswith("equinox.") and name.endswith("._module.Module") for name in bases):
+        return (
+            "subclasses equinox.Module, which makes every subclass a dataclass registered with "
+            "JAX itself. Remove the eqx.Module base and keep @jdc.pytree_dataclass (see "
+            "'Migrating from equinox' in the docs)."
+        )
+    if cls.__dict__.get("_flax_dataclass"):
+        node = bases.get("flax.struct.PyTreeNode")
+        if node is not None:
+            via = next(base for base in cls.__mro__[1:] if issubclass(base, node))
+            through = "" if via is node else f" (through {via.__qualname__})"
+            return (
+                f"subclasses flax.struct.PyTreeNode{through}, which makes every subclass a flax "
+                "dataclass registered with JAX. Remove that base and keep @jdc.pytree_dataclass "
+                "(for TrainState, see 'Migrating from flax.struct' in the docs)."
+            )
+        return (
+            "is already a flax dataclass registered with JAX: remove @flax.struct.dataclass "
+            "and keep @jdc.pytree_dataclass (flax's field(pytree_node=False) still works)."
+        )
+    params = cls.__dict__.get("__dataclass_params__")
+    if params is not None and "__setattr__" in cls.__dict__:
+        return (
+            "is already a frozen dataclass: remove @dataclasses.dataclass(frozen=True) and "
+            "keep @jdc.pytree_dataclass, which makes the dataclass (with the same options)."
+        )
+    return None
 
 
 def _dataclass_options(cls: type, options: dict[str, bool]) -> dict[str, bool]:
@@ -198,6 +249,48 @@ def _install(cls: type, methods: Mapping[str, object]) -> None:
         setattr(cls, name, method)
 
 
+def _hash_naming_the_field(generated: Callable[[object], int]) -> Callable[[object], int]:
+    """The hash `dataclasses` generated, whose error for an unhashable field (an array) says
+    which field, and why something hashed the instance."""
+
+    def __hash__(self: object) -> int:
+        try:
+            return generated(self)
+        except TypeError:
+            raise TypeError(_unhashable_message(self)) from None
+
+    return __hash__
+
+
+def _unhashable_message(obj: object) -> str:
+    cls = type(obj)
+    field = next(
+        (
+            f.name
+            for f in dataclasses.fields(obj)  # type: ignore[arg-type]
+            if (f.hash or (f.hash is None and f.compare)) and not _hashable(getattr(obj, f.name))
+        ),
+        "?",
+    )
+    value = type(getattr(obj, field, None)).__name__
+    return (
+        f"cannot hash {cls.__qualname__}: field {field!r} holds a value of type {value}, which "
+        "is unhashable "
+        "(a pytree dataclass hashes its fields, as a frozen dataclass does). Given to jax.jit "
+        "as the function to compile (jax.jit(model)), an instance is hashed: compile its "
+        "method instead, jax.jit(type(model).__call__)(model, ...), or decorate the method "
+        "with @jdc.jit. As a static value, hold hashable values in it."
+    )
+
+
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _slots_getstate(self: object) -> list[object]:
     return [getattr(self, f.name) for f in dataclasses.fields(self)]  # type: ignore[arg-type]
 
@@ -208,7 +301,13 @@ def _slots_setstate(self: object, state: list[object]) -> None:
 
 
 def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
-    """`__init_subclass__` for `cls`: its own (or the inherited one), then `_adopt`."""
+    """`__init_subclass__` for `cls`: its own (or the inherited one), then `_adopt`.
+
+    Every decorated class has one, and each calls the next through `super()`, so a subclass
+    with several decorated classes above it (levels, or several bases) meets several: only
+    the one of its nearest decorated base (first in its MRO) adopts it, so adoption runs
+    once per class.
+    """
     own = cls.__dict__.get("__init_subclass__")
 
     def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
@@ -216,9 +315,17 @@ def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
             own.__func__(sub, **kwargs)
         else:
             super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
-        _adopt(sub)
+        if _nearest_decorated_base(sub) is cls:
+            _adopt(sub)
 
     return classmethod(__init_subclass__)
+
+
+def _nearest_decorated_base(sub: type) -> type | None:
+    return next(
+        (base for base in sub.__mro__[1:] if base.__dict__.get("__setattr__") is frozen_setattr),
+        None,
+    )
 
 
 def _adopt(sub: type) -> None:
@@ -242,32 +349,37 @@ def _adopt(sub: type) -> None:
         wrapped = wrap_own_init(owner.__dict__["__init__"])
         setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
         _install(sub, {"__init__": wrapped})
-    register(sub, parent.children, parent.statics)
+    register(sub, parent.children, parent.statics, parent.marks)
 
 
-def _static_names(cls: type, localns: Mapping[str, Any]) -> set[str]:
-    globalns = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
-    statics: set[str] = set()
+def _static_marks(cls: type) -> dict[str, str]:
+    """What makes each static field of `cls` static (the layout's `marks`), decided here once.
+
+    An annotation `Static[...]` counts first (1.6 saw it too), then field metadata. A field
+    inherited from a pytree dataclass keeps that class's decision; annotations are read in
+    the scope that defines the class that declared the field.
+    """
+    marks: dict[str, str] = {}
     for f in dataclasses.fields(cls):
-        if static_metadata_key(f.metadata) is not None:
-            statics.add(f.name)
-            continue
         owner = _defining_class(cls, f)
         owner_layout = None if owner is cls else layout_of(owner)  # `cls` may be adopted.
         if owner_layout is not None:
             if f.name in owner_layout.statics:
-                statics.add(f.name)
+                marks[f.name] = owner_layout.marks[owner_layout.statics.index(f.name)]
             continue
-        if owner is cls:
-            namespace: Mapping[str, Any] = globalns
-        else:
-            # A base defined in the same function as `cls` is the likely case for `localns`.
-            module = sys.modules.get(owner.__module__)
-            namespace = vars(module) if module else {}
+        key = static_metadata_key(f.metadata)
         where = f"field {f.name!r} of {cls.__qualname__}"
-        if is_static_annotation(f.type, where, namespace, localns):
-            statics.add(f.name)
-    return statics
+        try:
+            globalns, localns = defining_scope(owner.__qualname__, owner.__module__)
+            if is_static_annotation(f.type, where, globalns, localns):
+                marks[f.name] = STATIC_ANNOTATION
+                continue
+        except StaticAnnotationError:
+            if key is None:
+                raise
+        if key is not None:
+            marks[f.name] = key
+    return marks
 
 
 def _defining_class(cls: type, f: dataclasses.Field[Any]) -> type:

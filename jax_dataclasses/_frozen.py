@@ -10,6 +10,7 @@ value but not the permission, because each permission is revoked in place when i
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -65,11 +66,18 @@ def assign_field(
     """Assign field `name` of a registered `obj` that may be mutated: with `validate`, a child
     must keep the structure, shapes and dtypes of the field's value in `original` (the object
     `obj` copies; `obj` itself by default) and a static value must pass the static-value
-    checks. Other attributes are refused: JAX rebuilds objects from their fields alone."""
+    checks. A property's setter runs; other attributes are refused: JAX rebuilds objects from
+    their fields alone."""
     cls = type(obj)
     layout = layout_of(cls)
     if layout is None or name not in layout.fields:
-        refuse_non_field(obj, name)
+        # A property's setter runs, as in 1.6; the fields it assigns come back here.
+        # Looked up without running the getter.
+        prop = inspect.getattr_static(cls, name, None)
+        if layout is None or not isinstance(prop, property) or prop.fset is None:
+            refuse_non_field(obj, name)
+        prop.fset(obj, value)
+        return
     if validate:
         if name in layout.children:
             old = getattr(obj if original is None else original, name)

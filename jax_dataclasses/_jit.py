@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from inspect import Parameter
 from types import MethodType
@@ -27,7 +26,11 @@ import jax
 from jax.stages import Lowered, Traced
 from typing_extensions import ParamSpec, Unpack
 
-from jax_dataclasses._annotations import StaticAnnotationError, is_static_annotation
+from jax_dataclasses._annotations import (
+    StaticAnnotationError,
+    defining_scope,
+    is_static_annotation,
+)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -123,35 +126,33 @@ def jit(fn: Any = None, /, **options: Any) -> Any:
         >>> tile(jnp.ones(2), 3).shape
         (6,)
     """
-    localns = sys._getframe(1).f_locals  # pyright: ignore[reportPrivateUsage]  # The caller's names.
     if fn is None:
-        return cast(JitDecorator, functools.partial(_jit, options=options, localns=localns))
-    return _jit(fn, options=options, localns=localns)
+        return cast(JitDecorator, functools.partial(_jit, options=options))
+    return _jit(fn, options=options)
 
 
-def _jit(fn: object, *, options: dict[str, Any], localns: Mapping[str, Any]) -> object:
+def _jit(fn: object, *, options: dict[str, Any]) -> object:
     if isinstance(fn, staticmethod | classmethod):
         func = cast("Callable[..., Any]", fn.__func__)  # pyright: ignore[reportUnknownMemberType]
         if isinstance(fn, staticmethod):
-            return staticmethod(_jit_callable(func, options, localns, static_first=False))
-        return classmethod(_jit_callable(func, options, localns, static_first=True))
+            return staticmethod(_jit_callable(func, options, static_first=False))
+        return classmethod(_jit_callable(func, options, static_first=True))
     owner = getattr(fn, "__self__", None)
     if isinstance(fn, MethodType) and isinstance(owner, type) and _is_classmethod_of(owner, fn):
         # `getattr(cls, name)` of a classmethod: stay a classmethod so `setattr` restores one.
-        jitted = _jit_callable(fn.__func__, options, localns, static_first=True)
+        jitted = _jit_callable(fn.__func__, options, static_first=True)
         return _JitClassMethod(jitted, owner)
     if not callable(fn):
         raise TypeError(
             f"jit expects a function, method, staticmethod or classmethod, got {fn!r}. "
             "Write @jdc.jit (or @jdc.jit(...)) directly above a def."
         )
-    return _jit_callable(fn, options, localns, static_first=False)
+    return _jit_callable(fn, options, static_first=False)
 
 
 def _jit_callable(
     fn: Callable[..., Any],
     options: Mapping[str, Any],
-    localns: Mapping[str, Any],
     *,
     static_first: bool,
 ) -> Any:
@@ -172,7 +173,7 @@ def _jit_callable(
     donated = _selected(
         params, where, "donate", opts.get("donate_argnums"), opts.get("donate_argnames")
     )
-    static |= _annotated_statics(fn, params, where, localns)
+    static |= _annotated_statics(fn, params, where)
     if static_first:
         static |= _selected(params, where, "static", 0, None)
     both = [repr(name) for name in params if name in static & donated]
@@ -233,9 +234,11 @@ def _annotated_statics(
     fn: Callable[..., Any],
     params: Mapping[str, Parameter],
     where: str,
-    localns: Mapping[str, Any],
 ) -> set[str | int]:
-    globalns = _globals_of(fn)
+    inner = _innermost(fn)
+    globalns: Mapping[str, Any] = getattr(inner, "__globals__", {})
+    qualname = getattr(inner, "__qualname__", "")
+    globalns, localns = defining_scope(qualname, getattr(inner, "__module__", ""), globalns)
     static: set[str | int] = set()
     for name, param in params.items():
         if param.annotation is Parameter.empty:
@@ -253,9 +256,9 @@ def _annotated_statics(
     return static
 
 
-def _globals_of(fn: object) -> Mapping[str, Any]:
-    """The module globals that `fn`'s annotations refer to: those of the innermost function
-    behind `functools.wraps`, bound methods and `functools.partial`."""
+def _innermost(fn: object) -> object:
+    """The function whose annotations `fn` has: the innermost one behind `functools.wraps`,
+    bound methods and `functools.partial`, or a callable object's `__call__`."""
     seen: set[int] = set()
     inner: object = fn
     while inner is not None and id(inner) not in seen:
@@ -263,8 +266,7 @@ def _globals_of(fn: object) -> Mapping[str, Any]:
         fn, inner = inner, _inner(inner)
     if not hasattr(fn, "__globals__") and not isinstance(fn, type):
         fn = type(fn).__call__  # A callable object: its class's `__call__`.
-    globalns: Mapping[str, Any] = getattr(fn, "__globals__", {})
-    return globalns
+    return fn
 
 
 def _inner(fn: object) -> object:

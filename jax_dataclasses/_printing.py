@@ -168,8 +168,14 @@ class _Printer:
             return repr(value)
         array = cast(Any, value)
         summary = array_summary(array)
-        if isinstance(array, core.Tracer) or not _has_values(array.dtype):
-            return summary  # No values to show (traced, a PRNG key, float0).
+        if (
+            isinstance(array, core.Tracer)
+            or not _has_values(array.dtype)
+            or not getattr(array, "is_fully_addressable", True)
+        ):
+            # No values to show (traced, a PRNG key, float0), or not here to fetch: an array
+            # spanning several processes (fetching it raises; other processes hold parts).
+            return summary
         if not self.short_arrays:
             return f"{summary}({_values(np.asarray(array))})"
         if array.size <= SMALL_ARRAY:  # `str` of NumPy scalars: float32 0.1 is "0.1".

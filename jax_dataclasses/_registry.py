@@ -35,6 +35,8 @@ class Layout:
     cls: type
     children: tuple[str, ...]
     statics: tuple[str, ...]
+    marks: tuple[str, ...]
+    """What makes each of `statics` static: `Static` (its annotation) or a field metadata key."""
     flatten: Flatten
     """`flatten(obj) -> (children, statics)`, tuples in field order."""
     fill: Fill
@@ -72,27 +74,39 @@ def on_register(hook: Callable[[Layout], None]) -> None:
         hook(layout)
 
 
-def register(cls: type, children: tuple[str, ...], statics: tuple[str, ...]) -> None:
+def register(
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...], marks: tuple[str, ...]
+) -> None:
     """Generate the tree functions of `cls` and register it with JAX as a keyed pytree node."""
     old = _LAYOUTS.get(cls)
-    if old is not None and (old.children, old.statics) == (children, statics):
+    if old is not None and (old.children, old.statics, old.marks) == (children, statics, marks):
         return
-    layout = _generate(cls, children, statics)
+    layout = _generate(cls, children, statics, marks)
     if old is None:
-        tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
-            cls, layout.flatten_with_keys, layout.unflatten, layout.flatten
-        )
+        try:
+            tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
+                cls, layout.flatten_with_keys, layout.unflatten, layout.flatten
+            )
+        except ValueError as error:  # JAX's "Duplicate custom PyTreeDef type registration".
+            raise ValueError(
+                f"{cls.__qualname__} is already registered with JAX as a pytree node, by "
+                "something other than pytree_dataclass (jax.tree_util.register_dataclass, "
+                "register_pytree_node or another library's decorator or base class). Remove "
+                "that registration: pytree_dataclass registers the class itself."
+            ) from error
     else:  # JAX and the old layout's users hold the old functions: give them the new code.
         for target, source in zip(old.functions, layout.functions, strict=True):
             _take_code(target, source)
-        layout = dataclasses.replace(old, children=children, statics=statics)
+        layout = dataclasses.replace(old, children=children, statics=statics, marks=marks)
     _LAYOUTS[cls] = layout
-    setattr(cls, REGISTRATION_ATTR, _Registration(cls, children, statics))
+    setattr(cls, REGISTRATION_ATTR, _Registration(cls, children, statics, marks))
     for hook in _ON_REGISTER:
         hook(layout)
 
 
-def _generate(cls: type, children: tuple[str, ...], statics: tuple[str, ...]) -> Layout:
+def _generate(
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...], marks: tuple[str, ...]
+) -> Layout:
     """Flatten, fill, flatten-with-keys and unflatten for one layout. Each function's closure
     variables are the same for every layout, so `_take_code` can move code between them."""
     fields = children + statics
@@ -113,6 +127,7 @@ def _generate(cls: type, children: tuple[str, ...], statics: tuple[str, ...]) ->
         cls,
         children,
         statics,
+        marks,
         flatten=make_function(
             cls, "flatten", ["o"], [f"return ({child_values}, {static_values})"], {}
         ),
@@ -152,18 +167,20 @@ class _Registration:
     unpickling this attribute registers the rebuilt class. (Pickling by reference, the
     normal case, never copies class attributes.)"""
 
-    __slots__ = ("children", "cls", "statics")
+    __slots__ = ("args",)
 
-    def __init__(self, cls: type, children: tuple[str, ...], statics: tuple[str, ...]) -> None:
-        self.cls, self.children, self.statics = cls, children, statics
+    def __init__(self, *args: object) -> None:
+        self.args = args  # `register`'s arguments
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_register_loaded, (self.cls, self.children, self.statics))
+        return (_register_loaded, self.args)
 
 
-def _register_loaded(cls: type, children: tuple[str, ...], statics: tuple[str, ...]) -> object:
+def _register_loaded(
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...], marks: tuple[str, ...]
+) -> object:
     """A class cloudpickle rebuilds, while it restores the class's attributes."""
-    register(cls, children, statics)
+    register(cls, children, statics, marks)
     return cls.__dict__[REGISTRATION_ATTR]
 
 

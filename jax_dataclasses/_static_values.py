@@ -1,30 +1,32 @@
 """Checks on values stored in static fields (docs/design.md §4).
 
-JAX keeps static values in the treedef and its caches compare them with `__eq__`, so a value
-that is an array fails late with an unrelated message, and a mutable or identity-hashed value
-makes `jit` return stale results or recompile every call. We catch these at construction.
-The verdict is cached per type, so the common case costs one set lookup.
+JAX keeps static values in the treedef and its caches compare them with `__eq__`, so an array
+fails late with an unrelated message, and a mutable or identity-hashed value makes `jit` return
+stale results or recompile every call. We catch these at construction: a traced array (no value
+to compare) is refused; the others warn, since 1.6 accepted them and code relies on that (the
+same array object compares equal to itself). The verdict is cached per type, so the common
+case costs one set lookup.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import threading
 import types
+from typing import cast
 
 import numpy as np
 from jax import Array, core
 
-from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, static_metadata_key
-from jax_dataclasses._user_warning import warn_at_user
+from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, STATIC_ANNOTATION
+from jax_dataclasses._registry import layout_of
+from jax_dataclasses._user_warning import warn_once
 
 
 class StaticFieldWarning(UserWarning):
     """A static field holds a value JAX cannot cache reliably (unhashable or hashed by identity).
 
-    Emitted once per class and field, at construction. An unhashable value (a list, a dict, a
-    0-d array) or one hashed by identity (`object()`) makes `jax.jit` return stale results when
+    Emitted once per class and field, at construction. An unhashable value (a list, a dict, an
+    array) or one hashed by identity (`object()`) makes `jax.jit` return stale results when
     it is mutated, or recompile on every call when a fresh equal value is passed. Turn it into
     an error with `warnings.simplefilter("error", jdc.StaticFieldWarning)`.
 
@@ -58,8 +60,6 @@ OK_TYPES: set[type] = {
     np.dtype,
 }
 _CONTAINERS = (tuple, frozenset)
-_warned: set[tuple[type, str]] = set()
-_warned_lock = threading.Lock()
 
 
 def _is_identity_hashed(value: object) -> bool:
@@ -78,10 +78,20 @@ def _problem(value: object) -> str | None:
     if kind in OK_TYPES:
         return None
     if isinstance(value, Array | np.ndarray):
-        if value.ndim == 0 and not isinstance(value, core.Tracer):
+        if isinstance(value, core.Tracer):
+            return "array"
+        if value.ndim == 0:
             # Unhashable, but `==` gives one bool, so jit's cache can compare it by value.
             return f"its value is a 0-d array ({kind.__name__}), which is not hashable"
-        return "array"
+        # 1.6 accepted these, and code relies on it: warn, as for other uncacheable values.
+        shape = cast("tuple[int, ...]", value.shape)  # pyright: ignore[reportUnknownMemberType]  # NumPy's stub
+        return (
+            f"its value is an array ({kind.__name__} of shape {shape}), which is not "
+            "hashable; JAX compares static values with `==` when two tree structures meet "
+            "(jax.jit given an equal copy of it, tree_map over two trees), and for an array "
+            "that comparison raises an error. Store a tuple (tuple(array.tolist())) or make "
+            "the field a child"
+        )
     if isinstance(value, _CONTAINERS):
         # pyright sees items of unknown type; any item is fine (no cast: this runs per instance).
         for item in value:  # pyright: ignore[reportUnknownVariableType]
@@ -105,35 +115,35 @@ def _problem(value: object) -> str | None:
 
 def _unmark(cls: type, field: str) -> str:
     """How to make `field` a child: undo whatever made it static."""
-    specs: dict[str, dataclasses.Field[object]] = getattr(cls, "__dataclass_fields__", {})
-    key = static_metadata_key(specs[field].metadata) if field in specs else None
-    if key == LEGACY_STATIC_MARKER:
-        return f"stop using jdc.static_field(), or remove {key!r} from its field metadata"
-    if key is not None:
-        return f"remove {key}={specs[field].metadata[key]!r} from its field metadata"
+    layout = layout_of(cls)
+    mark = layout.marks[layout.statics.index(field)] if layout else STATIC_ANNOTATION
+    if mark == LEGACY_STATIC_MARKER:
+        return f"stop using jdc.static_field(), or remove {mark!r} from its field metadata"
+    if mark != STATIC_ANNOTATION:
+        value = getattr(cls, "__dataclass_fields__")[field].metadata[mark]  # noqa: B009
+        return f"remove {mark}={value!r} from its field metadata"
     return "remove Static[...] from its annotation"
 
 
 def check_static_value(cls: type, field: str, value: object) -> None:
-    """Reject arrays in static fields; warn once per class and field about uncacheable values."""
+    """Reject traced arrays in static fields; warn once per class and field about values JAX
+    cannot cache reliably (unhashable ones, concrete arrays among them)."""
     problem = _problem(value)
     if problem is None:
         return
     where = f"static field {field!r} of {cls.__qualname__}"
     if problem == "array":
         raise TypeError(
-            f"{where} holds an array ({type(value).__name__}) with a shape or a traced value, "
-            "which jax.jit cannot compare. Static values are part of the tree structure and "
-            f"must be hashable Python values. Make the field a child ({_unmark(cls, field)}), "
+            f"{where} holds a traced array ({type(value).__name__}), which has no value to "
+            "compare: it was computed inside a transformation (jax.jit, jax.grad, jax.vmap). "
+            "Static values are part of the tree structure and must be hashable Python values. "
+            f"Make the field a child ({_unmark(cls, field)}), "
             "or store a hashable description such as a tuple, a Python number or the shape."
         )
-    key = (cls, field)
-    if key in _warned:
-        return
-    warn_at_user(
+    warn_once(
+        cls,
+        field,
         f"{where}: {problem}. Static values are compared by jax.jit's cache; use an immutable, "
         "hashable value (a tuple, a frozen dataclass, a string, a number).",
         StaticFieldWarning,
     )
-    with _warned_lock:
-        _warned.add(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import warnings
 
 from jax_dataclasses._codegen import FILENAME_PREFIX
@@ -27,3 +28,18 @@ def warn_at_user(message: str, category: type[Warning]) -> None:
     while frame.f_back is not None and _ours(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level + 1)
+
+
+_warned: set[tuple[type, str, type[Warning]]] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(cls: type, field: str, message: str, category: type[Warning]) -> None:
+    """`warn_at_user`, once per class, field and category in this process: a warning about a
+    class's declaration would otherwise repeat at every construction."""
+    key = (cls, field, category)
+    if key in _warned:
+        return
+    warn_at_user(message, category)
+    with _warned_lock:
+        _warned.add(key)

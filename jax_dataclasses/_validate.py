@@ -1,4 +1,5 @@
-"""Checks that an assignment inside `copy_and_mutate(validate=True)` keeps a field's shape.
+"""Checks that an assignment inside `copy_and_mutate(validate=True)` keeps a field's shape,
+and that the whole copy keeps the original's when the block ends.
 
 "Shape" here means the field value's tree structure (treedef, static values of nested
 dataclasses included), each leaf's shape and each leaf's dtype. Dtypes are compared the way
@@ -213,6 +214,13 @@ def _what_changed(old: object, new: object) -> str:
                 return _short(
                     f"static field {name!r} of {kind.__qualname__}: {value!r} → {replacement!r}"
                 )
+    if kind is not type(new) and kind.__qualname__ == type(new).__qualname__:
+        return (
+            f"{kind.__qualname__} → a different class also named {kind.__qualname__}: the class "
+            "was defined again (a notebook cell or module run twice, importlib.reload), and "
+            "instances of the old and the new class are different pytree nodes. Build the "
+            "value with the class the original tree uses, or rebuild the whole tree"
+        )
     if _summary(old) == _summary(new):  # The node's own data differs (a custom node's).
         return _short(f"{_one_level(old)} → {_one_level(new)}")
     return f"{_summary(old)} → {_summary(new)}"
@@ -237,19 +245,52 @@ def _summary(node: object) -> str:
 
 
 def _first_difference(
-    old: object, new: object, path: KeyPath
+    old: object, new: object, path: KeyPath, *, statics: bool = True
 ) -> tuple[KeyPath, object, object] | None:
-    """The key path of the outermost node where `old` and `new` differ, and both nodes there."""
+    """The key path of the outermost node where `old` and `new` differ, and both nodes there
+    (with `statics=False`, static values of pytree dataclasses may differ)."""
+    same_dataclass = not statics and type(old) is type(new) and layout_of(type(old)) is not None
     node = _one_level(old)
-    if node != _one_level(new):
+    if not same_dataclass and node != _one_level(new):
         return path, old, new
     if node.num_nodes == 1:  # A leaf, or a node without children.
         return None
     for (key, old_child), (_, new_child) in zip(_children(old), _children(new), strict=True):
-        found = _first_difference(old_child, new_child, path + key)
+        found = _first_difference(old_child, new_child, path + key, statics=statics)
         if found is not None:
             return found
     return None
+
+
+def check_copy(original: object, copy: object) -> None:
+    """When a validated block ends: `copy` keeps the tree structure (static values aside) and
+    the leaves' shapes and dtypes of `original`. Assignments to fields were checked as they
+    happened; this finds what went into a list, dict or tuple of the copy
+    (`copy.layers[0] = ...`), which no field assignment sees."""
+    old_leaves, old_structure = tree_flatten(original)
+    new_leaves, new_structure = tree_flatten(copy)
+    if old_structure != new_structure:
+        found = _first_difference(original, copy, (), statics=False)
+        if found is not None:
+            path, old_part, new_part = found
+            raise MutationValidationError(
+                f"{_BLOCK_END} tree structure at key path {keystr(path) or '(the root)'}: "
+                f"{_what_changed(old_part, new_part)}. " + _FIX.format(what="tree structure")
+            )
+    for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
+        what = None if old_leaf is new_leaf else _leaf_difference(old_leaf, new_leaf)
+        if what is not None:
+            path = tree_flatten_with_path(original, None)[0][index][0]
+            raise MutationValidationError(
+                f"{_BLOCK_END} {what} at key path {keystr(path)}: old {_describe(old_leaf)}, "
+                f"new {_describe(new_leaf)}. " + _FIX.format(what=what)
+            )
+
+
+_BLOCK_END = (
+    "copy_and_mutate: when the block ended, a change to a list, dict or tuple of the copy "
+    "(an item assigned, added or removed) had changed the"
+)
 
 
 def _one_level(tree: object) -> Treedef:

@@ -119,6 +119,8 @@ def run(process_id: int, data_path: str, result_path: str) -> None:
         losses.append(np.asarray(loss.addressable_data(0)))
     if type(model) is not Linear or model.name != "linear":
         raise RuntimeError(f"the step returned {model!r}")
+    # Logging a train state from any process: arrays that span processes print as summaries.
+    print(f"printed: {model!r} {jdc.pformat(batch, short_arrays=False)}")
     np.savez(
         result_path,
         w=np.asarray(model.w.addressable_data(0)),

@@ -9,6 +9,7 @@ import gc
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -472,11 +473,15 @@ def test_static_field_checks_only_the_static_rules() -> None:
 
     with copy_and_mutate(Labelled(np.zeros(2))) as copy:
         copy.label = 3  # Any good static value, whatever the old one was.
-        with pytest.raises(TypeError, match=r"static field 'label' of .*Labelled holds an array"):
-            copy.label = jnp.ones(2)
         with pytest.warns(jdc.StaticFieldWarning, match=r"static field 'label' of .*Labelled"):
             copy.label = ["unhashable"]
     assert copy.label == ["unhashable"]
+    with copy_and_mutate(Labelled(np.zeros(2))) as copy:
+        refused = pytest.raises(
+            TypeError, match=r"static field 'label' of .*Labelled holds a traced"
+        )
+        with refused:
+            jax.jit(lambda x: setattr(copy, "label", x))(jnp.ones(2))
 
 
 def test_validate_false_accepts_anything() -> None:
@@ -672,6 +677,80 @@ def test_assigning_a_property_is_refused_without_running_it() -> None:
     refused = pytest.raises(dataclasses.FrozenInstanceError, match=r"'norm' of .*Vector")
     with copy_and_mutate(Vector(jnp.ones(2))) as vector, refused:
         vector.norm = jnp.ones(())  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("edit", "what", "path"),
+    [
+        (
+            lambda m: m.blocks.__setitem__(0, jdc.replace(m.blocks[0], attn=linear(4))),
+            "shape",
+            ".blocks[0].attn.w",
+        ),
+        (
+            lambda m: m.blocks[1].params.__setitem__("scale", jnp.ones((), jnp.int32)),
+            "dtype",
+            ".blocks[1].params['scale']",
+        ),
+        (lambda m: m.blocks.append(model(1).blocks[0]), "tree structure", ".blocks"),
+        (lambda m: m.blocks[2].params["bias"].pop(), "tree structure", ".blocks[2].params['bias']"),
+        (
+            lambda m: m.blocks[0].params.__setitem__("new", jnp.ones(())),
+            "tree structure",
+            ".blocks[0].params",
+        ),
+    ],
+    ids=["list item shape", "dict item dtype", "appended", "removed", "dict key added"],
+)
+def test_changes_inside_containers_of_the_copy_are_validated_when_the_block_ends(
+    edit: Callable[[Model], object], what: str, path: str
+) -> None:
+    with pytest.raises(jdc.MutationValidationError) as info, copy_and_mutate(model()) as copy:
+        edit(copy)
+    message = str(info.value)
+    assert "when the block ended, a change to a list, dict or tuple of the copy" in message
+    assert f"changed the {what} at key path {path}" in message
+    with copy_and_mutate(model(), validate=False) as copy:
+        edit(copy)
+
+
+def test_a_block_may_change_static_values_deep_inside_containers() -> None:
+    with copy_and_mutate(model()) as copy:
+        copy.blocks[1] = jdc.replace(copy.blocks[1], width=8)
+        copy.blocks[0].width = 16
+        copy.blocks[2].params["bias"][0] = jnp.ones(2)  # same shape and dtype
+    assert [block.width for block in copy.blocks] == [16, 8, 4]
+
+
+@jdc.pytree_dataclass
+class Scaled:
+    x: jax.Array
+    unit: jdc.Static[str] = "m"
+
+    @property
+    def doubled(self) -> jax.Array:
+        return self.x * 2
+
+    @doubled.setter
+    def doubled(self, value: jax.Array) -> None:
+        self.x = value / 2
+
+
+def test_a_property_setter_runs_in_a_block_and_its_assignments_are_validated() -> None:
+    with copy_and_mutate(Scaled(jnp.ones(2))) as scaled:
+        scaled.doubled = jnp.full(2, 6.0)
+    assert scaled.x.tolist() == [3.0, 3.0]
+    refused = pytest.raises(jdc.MutationValidationError, match=r"field 'x' of Scaled")
+    with copy_and_mutate(Scaled(jnp.ones(2))) as scaled, refused:
+        scaled.doubled = jnp.ones(3)  # the setter's assignment changes the shape
+    with copy_and_mutate(Scaled(jnp.ones(2)), validate=False) as scaled:
+        scaled.doubled = jnp.ones(3)
+    assert scaled.x.shape == (3,)
+
+
+def test_a_property_setter_outside_a_block_is_refused() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError, match=r"'doubled' of Scaled"):
+        Scaled(jnp.ones(2)).doubled = jnp.ones(2)  # type: ignore[misc]
 
 
 def test_a_task_that_outlives_the_block_does_not_keep_the_copy_alive() -> None:
@@ -939,6 +1018,7 @@ def test_assignments_are_checked_against_the_value_at_the_start_of_the_block() -
         copy.children.append(Foo(jnp.zeros((), jnp.int32)))
         with pytest.raises(MutationValidationError, match=r"list of 1 → 2 items"):
             copy.children = [Foo(jnp.zeros((), jnp.int32)), Foo(jnp.zeros((), jnp.int32))]
+        copy.children.pop()  # Else the block's end refuses the appended item.
     # A nested static field may change, but the whole node assigned again must match the original.
     with copy_and_mutate(Foo(bar())) as holder:
         holder.array.name = "renamed"

@@ -2,7 +2,8 @@
 
 The test owns the data and the reference result (NumPy); each process runs
 `tests/_multiprocess_worker.py`: a jitted, donated SGD step on a replicated pytree dataclass
-and a row-sharded one. Both processes must report the same numbers, equal to the reference.
+and a row-sharded one. Both processes must report the same numbers, equal to the reference,
+and print both (arrays spanning processes print as summaries, never fetched).
 Processes are always waited for with a deadline and killed on the way out.
 """
 
@@ -122,6 +123,11 @@ def test_jitted_step_on_a_mesh_spanning_two_processes(tmp_path: Path) -> None:
         pytest.fail(
             f"a worker failed or timed out ({DEADLINE_SECONDS} s):\n{report}", pytrace=False
         )
+
+    for _, output in outcomes:  # Printing never fetches an array that spans processes.
+        printed = next(line for line in output.splitlines() if line.startswith("printed: "))
+        assert "Linear(w=f32[3,2], b=f32[2]" in printed, printed
+        assert "Batch(x=f32[8,3], y=f32[8,2])" in printed, printed
 
     results = [np.load(tmp_path / f"result{i}.npz") for i in range(NUM_PROCESSES)]
     for name in ("w", "b", "loss"):

@@ -670,8 +670,10 @@ def test_post_init_static_values_are_checked() -> None:
         def __post_init__(self) -> None:
             self.shape = jnp.asarray(self.shape)  # type: ignore[assignment]
 
-    with pytest.raises(TypeError, match=r"static field 'shape' of \S*Shaped holds an array"):
+    with pytest.warns(jdc.StaticFieldWarning, match=r"static field 'shape' of \S*Shaped: .*array"):
         Shaped((1, 2))
+    with pytest.raises(TypeError, match=r"static field 'shape' of \S*Shaped holds a traced array"):
+        jax.jit(lambda n: Shaped((n,)).shape)(2)
 
 
 def test_field_names_that_shadow_builtins() -> None:

@@ -304,3 +304,77 @@ class Config:
             exec(compile(source, "<aliases>", "exec"), module.__dict__)
     finally:
         del sys.modules[module.__name__]
+
+
+def my_dataclass(cls: type) -> type:
+    """A user's own decorator around ours: a frame between us and the class's scope."""
+    return jdc.pytree_dataclass(cls)
+
+
+def test_annotations_resolve_in_the_defining_scope_through_a_wrapper() -> None:
+    S = jdc.Static[int]
+
+    @my_dataclass
+    class Wrapped:
+        n: S
+        x: jax.Array
+
+    assert statics(Wrapped) == ("n",)
+
+    class Outer:
+        Alias = jdc.Static[str]
+
+        @my_dataclass
+        class Inner:
+            name: Alias  # type: ignore[name-defined]  # noqa: F821  # Outer's body, as 1.6 read it
+
+    assert statics(Outer.Inner) == ("name",)
+
+
+def test_jit_annotations_resolve_in_the_defining_scope_through_a_wrapper() -> None:
+    S = jdc.Static[int]
+
+    def my_jit(fn: typing.Callable[..., typing.Any]) -> typing.Any:
+        return jdc.jit(fn)
+
+    @my_jit
+    def tile(x: jax.Array, times: S) -> jax.Array:
+        return jnp.tile(x, times)
+
+    assert tile(jnp.ones(2), 3).shape == (6,)
+
+
+def make_undecorated() -> type:
+    S = jdc.Static[int]
+
+    class Made:
+        n: S  # noqa: F821  # deleted below: only the string keeps it
+        x: Later  # type: ignore[name-defined]  # noqa: F821
+
+    del S  # Only the annotation's string keeps the name.
+    return Made
+
+
+def test_local_names_of_a_function_that_returned_are_an_error_naming_the_field() -> None:
+    with pytest.raises(
+        jdc.StaticAnnotationError, match=r"field 'n' of make_undecorated.<locals>.Made"
+    ) as info:
+        jdc.pytree_dataclass(make_undecorated())
+    assert "function that defines it has returned" in str(info.value)
+
+
+def test_static_marks_reach_the_messages_and_1_6_checkpoints_through_a_wrapper() -> None:
+    S = jdc.Static[int]
+
+    @my_dataclass
+    class Marked:
+        by_alias: S
+        by_metadata: int = dataclasses.field(metadata={"pytree_node": False})
+        x: float = 0.0
+
+    assert statics(Marked) == ("by_alias", "by_metadata")
+    # 1.6 saw the Static alias (not saved) but not pytree_node=False (saved as a child).
+    saved = jdc.v1_6_layout(Marked(1, 2, 3.0))
+    assert saved == [2, 3.0]
+    with pytest.raises(TypeError, match=r"remove pytree_node=False from its field metadata"):
+        jax.jit(lambda v: Marked(1, v))(jnp.ones(2))
