@@ -15,12 +15,14 @@ from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
+from jax.tree_util import DictKey, SequenceKey
+
 from jax_dataclasses._frozen import assign_field, mutable
 from jax_dataclasses._legacy_mutability import Mutability as _Mutability
 from jax_dataclasses._legacy_mutability import mark_mutable as _mark_mutable
 from jax_dataclasses._registry import Fill, Flatten, Layout, layout_of
 from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
-from jax_dataclasses._validate import check_copy
+from jax_dataclasses._validate import check_replacement
 
 T = TypeVar("T")
 
@@ -35,8 +37,10 @@ def copy_and_mutate(obj: T, validate: bool = True) -> AbstractContextManager[T]:
     block, and in other threads (and asyncio tasks not started inside the block), they are
     frozen. With `validate=True`, an assignment to a child field must keep the tree structure
     and the leaves' shapes and dtypes of the field's value when the block began
-    (`MutationValidationError` otherwise), and a static field's new value must pass the
-    static-value checks. With `validate=False`, any value may be assigned.
+    (`MutationValidationError` otherwise), a static field's new value must pass the
+    static-value checks, and when the block ends, what was put into the copy's lists and
+    dicts must keep the structure, shapes and dtypes it replaced. With `validate=False`, any
+    value may be assigned.
 
     The copy is structural: dataclasses and containers are new objects, arrays and static
     values are shared (no array memory is copied). A cycle in `obj` is refused.
@@ -49,7 +53,8 @@ def copy_and_mutate(obj: T, validate: bool = True) -> AbstractContextManager[T]:
         A context manager: `with copy_and_mutate(obj) as copy:` gives the copy, of `obj`'s type.
 
     Raises:
-        MutationValidationError: an assignment changes structure, shape or dtype (`validate=True`).
+        MutationValidationError: an assignment (or, at the end of the block, a change to a
+            list or dict of the copy) changes structure, shape or dtype (`validate=True`).
         ValueError: `obj` contains a cycle (the message names its key path).
 
     Examples:
@@ -101,7 +106,7 @@ _NOT_THE_COPY = (
 @contextmanager
 def _open_block(obj: T, validate: bool) -> Generator[T, None, None]:
     """The block behind `copy_and_mutate`: copy, grant permission to assign, revoke on exit."""
-    copy, created, sources = _structural_copy(obj)
+    copy, created, sources, containers = _structural_copy(obj)
     block = _Block(validate, created, sources)
     try:
         with mutable(dict.fromkeys(map(id, created), block.assign)):
@@ -109,7 +114,9 @@ def _open_block(obj: T, validate: bool) -> Generator[T, None, None]:
     finally:
         block.close()
     if validate:
-        check_copy(obj, copy)
+        origin = dict(zip(map(id, created), sources, strict=True))
+        origin.update((id(new), old) for new, old in containers)
+        _check_containers(copy, containers, origin)
 
 
 class _Block:
@@ -192,9 +199,12 @@ def _kind(node: object) -> _Kind | None:
     return kind
 
 
-def _structural_copy(tree: T) -> tuple[T, list[object], list[object]]:
+def _structural_copy(
+    tree: T,
+) -> tuple[T, list[object], list[object], list[tuple[Any, Any]]]:
     """Copy every pytree node of `tree` (keeping its leaves); also return the new dataclasses
-    and, in the same order, the originals they copy.
+    and, in the same order, the originals they copy, and the other new nodes (lists, dicts,
+    tuples, custom nodes), each with the original it copies.
 
     A pytree is a tree: every key path gets its own copy of the nodes on it, even where the
     original shares one object between paths (as `tree_map` and `jax.jit` do), so an
@@ -204,6 +214,7 @@ def _structural_copy(tree: T) -> tuple[T, list[object], list[object]]:
     """
     created: list[object] = []
     sources: list[object] = []
+    containers: list[tuple[Any, Any]] = []
     on_path: set[int] = set()  # ids of the nodes being copied: alive, so ids are unique.
     kinds = _KINDS
     leaf_types = _LEAF_TYPES
@@ -252,11 +263,58 @@ def _structural_copy(tree: T) -> tuple[T, list[object], list[object]]:
                 result = tuple(result)
             elif structure is not None:
                 result = structure.unflatten(result)
+        if type(kind) is not _Dataclass:
+            containers.append((result, node))
         on_path.discard(key)
         return result
 
     copied_tree: T = copy(tree)
-    return copied_tree, created, sources
+    return copied_tree, created, sources, containers
+
+
+def _check_containers(
+    copy: object, containers: list[tuple[Any, Any]], origin: dict[int, object]
+) -> None:
+    """When a validated block ends: the lists and dicts of the copy (which no field assignment
+    sees) hold what their originals held, or values of the same structure, shapes and dtypes.
+
+    An item that is the original's, or the copy of it (`origin` maps a new node's id to the
+    original it copies), is known good: its fields were checked when assigned, and its own
+    lists and dicts are checked here too. Only other items are compared, leaf by leaf."""
+    for new, old in containers:
+        kind = _type_of(new)
+        if kind is list:
+            if len(new) != len(old):
+                _refuse_change(copy, new, old)
+                continue  # No longer part of the copy.
+            keys = map(SequenceKey, range(len(new)))
+            items: Iterable[tuple[Any, Any, Any]] = zip(keys, new, old, strict=True)
+        elif kind is dict:
+            if new.keys() != old.keys():
+                _refuse_change(copy, new, old)
+                continue
+            items = ((DictKey(name), item, old[name]) for name, item in new.items())
+        else:  # Tuples cannot change; custom nodes change only through their own methods.
+            continue
+        for key, item, was in items:
+            if item is not was and origin.get(id(item)) is not was:
+                path = _path_in(copy, new)
+                if path is not None:  # Still part of the copy.
+                    check_replacement((*path, key), was, item)
+
+
+def _refuse_change(copy: object, new: object, old: object) -> None:
+    path = _path_in(copy, new)
+    if path is not None:
+        check_replacement(path, old, new)
+
+
+def _path_in(tree: object, node: object) -> KeyPath | None:
+    """The key path of `node` in `tree` (found by identity), or None if it is not there."""
+    for path, found in tree_flatten_with_path(tree, lambda child: child is node)[0]:
+        if found is node:
+            return path
+    return None
 
 
 def _cycle_error(tree: object, node: object) -> ValueError:

@@ -262,33 +262,32 @@ def _first_difference(
     return None
 
 
-def check_copy(original: object, copy: object) -> None:
-    """When a validated block ends: `copy` keeps the tree structure (static values aside) and
-    the leaves' shapes and dtypes of `original`. Assignments to fields were checked as they
-    happened; this finds what went into a list, dict or tuple of the copy
-    (`copy.layers[0] = ...`), which no field assignment sees."""
-    old_leaves, old_structure = tree_flatten(original)
-    new_leaves, new_structure = tree_flatten(copy)
+def check_replacement(path: KeyPath, old: object, new: object) -> None:
+    """When a validated block ends: `new`, at key path `path` of the copy where the original
+    holds `old`, keeps its tree structure (static values aside) and the leaves' shapes and
+    dtypes. Raise `MutationValidationError` naming the key path of the first difference."""
+    old_leaves, old_structure = tree_flatten(old)
+    new_leaves, new_structure = tree_flatten(new)
     if old_structure != new_structure:
-        found = _first_difference(original, copy, (), statics=False)
+        found = _first_difference(old, new, (), statics=False)
         if found is not None:
-            path, old_part, new_part = found
+            inner, old_part, new_part = found
             raise MutationValidationError(
-                f"{_BLOCK_END} tree structure at key path {keystr(path) or '(the root)'}: "
-                f"{_what_changed(old_part, new_part)}. " + _FIX.format(what="tree structure")
+                f"{_BLOCK_END} tree structure at key path {keystr((*path, *inner)) or '(the root)'}"
+                f": {_what_changed(old_part, new_part)}. " + _FIX.format(what="tree structure")
             )
     for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
         what = None if old_leaf is new_leaf else _leaf_difference(old_leaf, new_leaf)
         if what is not None:
-            path = tree_flatten_with_path(original, None)[0][index][0]
+            inner = tree_flatten_with_path(old, None)[0][index][0]
             raise MutationValidationError(
-                f"{_BLOCK_END} {what} at key path {keystr(path)}: old {_describe(old_leaf)}, "
-                f"new {_describe(new_leaf)}. " + _FIX.format(what=what)
+                f"{_BLOCK_END} {what} at key path {keystr((*path, *inner))}: old "
+                f"{_describe(old_leaf)}, new {_describe(new_leaf)}. " + _FIX.format(what=what)
             )
 
 
 _BLOCK_END = (
-    "copy_and_mutate: when the block ended, a change to a list, dict or tuple of the copy "
+    "copy_and_mutate: when the block ended, a change to a list or dict of the copy "
     "(an item assigned, added or removed) had changed the"
 )
 

@@ -708,10 +708,20 @@ def test_changes_inside_containers_of_the_copy_are_validated_when_the_block_ends
     with pytest.raises(jdc.MutationValidationError) as info, copy_and_mutate(model()) as copy:
         edit(copy)
     message = str(info.value)
-    assert "when the block ended, a change to a list, dict or tuple of the copy" in message
+    assert "when the block ended, a change to a list or dict of the copy" in message
     assert f"changed the {what} at key path {path}" in message
     with copy_and_mutate(model(), validate=False) as copy:
         edit(copy)
+
+
+def test_items_moved_within_the_copy_or_detached_from_it_pass() -> None:
+    with copy_and_mutate(model()) as copy:
+        copy.blocks[0], copy.blocks[2] = copy.blocks[2], copy.blocks[0]  # same structure
+        detached = copy.blocks
+        copy.blocks = list(detached)  # validated as a field assignment
+        detached.append(copy.blocks[0])  # no longer part of the copy
+        copy.head = (copy.head[1], copy.head[0])
+    assert len(copy.blocks) == 3
 
 
 def test_a_block_may_change_static_values_deep_inside_containers() -> None:
