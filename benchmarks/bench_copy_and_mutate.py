@@ -177,6 +177,7 @@ def main() -> None:
     for line in ratios:
         print(line)
     construction_in_open_blocks(args.rounds)
+    nested_blocks(args.rounds)
 
 
 @jdc.pytree_dataclass
@@ -205,6 +206,30 @@ def construction_in_open_blocks(rounds: int) -> None:
         f"\n1,000 constructions of a class with its own __init__: {outside:.0f} us outside any "
         f"block, {inside:.0f} us inside a block over a model of 3,500 layers "
         f"(ratio {inside / outside:.2f}x)"
+    )
+
+
+def nested_blocks(rounds: int) -> None:
+    """A helper that returns an edited copy of one layer, called for 100 layers inside an outer
+    block over a large model, against the same calls outside any block: a nested block should
+    cost what its own copy costs, whatever the outer block's size (issue 19's cliff)."""
+    model = make_model(16_000)  # about 96,000 pytree dataclasses
+    new = jnp.full((4, 4), 2.0)
+
+    def edited(layer: Layer) -> Layer:
+        with jdc.copy_and_mutate(layer) as copy:
+            copy.mlp.fc1.w = new
+        return copy
+
+    def calls(layers: list[Layer]) -> object:
+        return [edited(layer) for layer in layers[:100]]
+
+    outside = median_us({"outside": lambda: calls(model.layers)}, 1, rounds)["outside"]
+    with jdc.copy_and_mutate(model) as outer:
+        inside = median_us({"inside": lambda: calls(outer.layers)}, 1, rounds)["inside"]
+    print(
+        f"100 nested blocks (one layer each): {outside:.0f} us outside any block, {inside:.0f} us "
+        f"inside a block over a model of 16,000 layers (ratio {inside / outside:.2f}x)"
     )
 
 

@@ -123,8 +123,7 @@ def _rebuild(target: Any, restored: Any, path: KeyPath) -> Any:
         else getattr(target, name)
         for name in layout.children
     )
-    statics = tuple(getattr(target, name) for name in layout.statics)
-    return layout.unflatten(statics, new_children)
+    return layout.unflatten(layout.flatten(target)[1], new_children)
 
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:

@@ -1,63 +1,72 @@
-"""The one code generator: every function we generate for a class is made by `make_function`.
+"""The one code generator: every function we generate for a class is made by `make_functions`,
+all of a class's functions from one source, compiled once.
 
 As in CPython's `dataclasses` and attrs, generated source is compiled with the class's module
 namespace as its globals, so string annotations resolve (`typing.get_type_hints`,
-`inspect.signature(eval_str=True)`, beartype, jaxtyping) and the function pickles like a
-hand-written one. The helpers it calls are bound as closure variables, never added to the
-module: nothing unpicklable sits in its globals (cloudpickle copies those), and no field name
-can shadow a helper. The source is registered with `linecache`, so tracebacks and `inspect`
-show the generated lines.
+`inspect.signature(eval_str=True)`, beartype, jaxtyping) and the functions pickle like
+hand-written ones. The helpers they call are bound as closure variables, never added to the
+module: nothing unpicklable sits in their globals (cloudpickle copies those), and no field name
+can shadow a helper. The source is registered with `linecache`, under a file name made from
+the class's name and identity (found in constant time, however many classes share the name),
+so tracebacks and `inspect` show the generated lines.
 """
 
 from __future__ import annotations
 
 import linecache
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 FILENAME_PREFIX = "<jax_dataclasses generated "
 """Start of the file name of every generated function (`_user_warning` skips those frames)."""
 
 
-def make_function(
-    cls: type,
-    name: str,
-    params: list[str],
-    body: list[str],
-    helpers: Mapping[str, object],
-    annotations: dict[str, Any] | None = None,
-) -> Callable[..., Any]:
-    """Compile `def name(*params): body` for `cls`, with `helpers` as closure variables.
+class FunctionSource(NamedTuple):
+    """One function to generate: `def name(*params): body`, calling `helpers`.
 
-    `body` holds the function's lines without indentation. The result has the `__module__`,
-    `__qualname__` and (if given) `__annotations__` of a method written in the class body.
+    `body` holds the lines without indentation; `annotations`, if given, become the function's
+    `__annotations__`. Helpers of the functions compiled together share one namespace, so a
+    name must mean the same object in each.
     """
-    inner = f"  def {name}({', '.join(params)}):\n" + "".join(
-        f"    {line}\n" for line in body or ["pass"]
-    )
-    source = f"def __jdc_create__({', '.join(helpers)}):\n{inner}  return {name}\n"
-    filename = _unique_filename(f"{FILENAME_PREFIX}{name} {cls.__module__}.{cls.__qualname__}")
+
+    name: str
+    params: Sequence[str]
+    body: Sequence[str]
+    helpers: Mapping[str, object]
+    annotations: dict[str, Any] | None = None
+
+
+def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Callable[..., Any]]:
+    """Compile `sources` for `cls` in one go; the functions by name, each with the
+    `__module__`, `__qualname__` and (if given) `__annotations__` of a method of `cls`."""
+    helpers: dict[str, object] = {}
+    for source in sources:
+        for name, value in source.helpers.items():
+            if helpers.setdefault(name, value) is not value:
+                raise ValueError(f"generated helper {name!r} means two things")  # Our bug.
+    lines = [f"def __jdc_create__({', '.join(helpers)}):"]
+    for source in sources:
+        lines.append(f"  def {source.name}({', '.join(source.params)}):")
+        lines.extend(f"    {line}" for line in source.body or ["pass"])
+    lines.append(f"  return ({''.join(f'{source.name}, ' for source in sources)})")
+    text = "\n".join(lines) + "\n"
+    filename = f"{FILENAME_PREFIX}{cls.__module__}.{cls.__qualname__} at {id(cls):#x}>"
     module = sys.modules.get(cls.__module__)
     namespace: dict[str, Any] = {}
-    exec(compile(source, filename, "exec"), vars(module) if module else {}, namespace)
-    function: Callable[..., Any] = namespace["__jdc_create__"](**helpers)
-    function.__module__ = cls.__module__
-    function.__qualname__ = f"{cls.__qualname__}.{name}"
-    if annotations is not None:
-        function.__annotations__ = annotations
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return function
+    exec(compile(text, filename, "exec"), vars(module) if module else {}, namespace)
+    functions: tuple[Callable[..., Any], ...] = namespace["__jdc_create__"](**helpers)
+    for source, function in zip(sources, functions, strict=True):
+        function.__module__ = cls.__module__
+        function.__qualname__ = f"{cls.__qualname__}.{source.name}"
+        if source.annotations is not None:
+            function.__annotations__ = source.annotations
+    # A class compiled again (adopted, then decorated) replaces its entry: the functions of
+    # the first compile take the new code (`_registry`).
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return {source.name: function for source, function in zip(sources, functions, strict=True)}
 
 
-def _unique_filename(base: str) -> str:
-    """`base>`, or `base-N>` if a class of the same name generated one already."""
-    filename, count = f"{base}>", 1
-    while filename in linecache.cache:
-        filename, count = f"{base}-{count}>", count + 1
-    return filename
-
-
-def tuple_source(items: list[str]) -> str:
+def tuple_source(items: Sequence[str]) -> str:
     """Python source of a tuple display with `items`: `(a, b, )`, `()`."""
     return "(" + "".join(f"{item}, " for item in items) + ")"

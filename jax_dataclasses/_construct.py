@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from jax_dataclasses._codegen import make_function
+from jax_dataclasses._codegen import FunctionSource
 from jax_dataclasses._frozen import begin_construction, end_construction
 from jax_dataclasses._registry import layout_of, raise_unregistered
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
@@ -58,8 +58,8 @@ def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     return positional + [f for f in params if f.kw_only]
 
 
-def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
-    """Generate `cls.__init__`: set every field, check static values, call `__post_init__`."""
+def init_source(cls: type, statics: tuple[str, ...]) -> FunctionSource:
+    """`cls.__init__`: set every field, check static values, call `__post_init__`."""
     params = init_parameters(cls)
     fields = dataclasses.fields(cls)
     post_init = hasattr(cls, "__post_init__")
@@ -134,7 +134,7 @@ def make_init(cls: type, statics: tuple[str, ...]) -> Callable[..., None]:
         helpers["__jdc_derived"] = derived
         body.append(f"__jdc_post_init({this}, __jdc_derived{initvars})")
     annotations = {f.name: f.type for f in params} | {"return": None}
-    return make_function(cls, "__init__", signature, body, helpers, annotations)
+    return FunctionSource("__init__", signature, body, helpers, annotations)
 
 
 def wrap_own_init(init: Callable[..., None]) -> Callable[..., None]:

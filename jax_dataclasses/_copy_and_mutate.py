@@ -20,7 +20,7 @@ from jax.tree_util import DictKey, SequenceKey
 from jax_dataclasses._frozen import assign_field, mutable
 from jax_dataclasses._legacy_mutability import Mutability as _Mutability
 from jax_dataclasses._legacy_mutability import mark_mutable as _mark_mutable
-from jax_dataclasses._registry import Fill, Flatten, Layout, layout_of
+from jax_dataclasses._registry import Flatten, Layout, Unflatten, layout_of
 from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
 from jax_dataclasses._validate import check_replacement
 
@@ -159,15 +159,15 @@ class _Block:
 
 
 class _Dataclass:
-    """How to copy instances of one pytree dataclass: read `(children, statics)`, then fill.
+    """How to copy instances of one pytree dataclass: read `(children, aux)`, then rebuild.
 
     The functions stay right if the class is registered again (while it is created)."""
 
-    __slots__ = ("fill", "read")
+    __slots__ = ("read", "rebuild")
 
     def __init__(self, layout: Layout) -> None:
         self.read: Flatten = layout.flatten
-        self.fill: Fill = layout.fill
+        self.rebuild: Unflatten = layout.unflatten
 
 
 _type_of: Callable[[object], type[object]] = type  # `type`, typed for pyright.
@@ -218,7 +218,6 @@ def _structural_copy(
     on_path: set[int] = set()  # ids of the nodes being copied: alive, so ids are unique.
     kinds = _KINDS
     leaf_types = _LEAF_TYPES
-    new_object = object.__new__
     type_of = _type_of
 
     def copy(node: Any) -> Any:
@@ -234,7 +233,7 @@ def _structural_copy(
         on_path.add(key)
         result: Any
         if type(kind) is _Dataclass:
-            children, statics = kind.read(node)
+            children, aux = kind.read(node)
             for child in children:
                 if type_of(child) not in leaf_types:
                     copied: list[Any] = []  # A loop, not a comprehension: one frame per level.
@@ -243,8 +242,7 @@ def _structural_copy(
                     children = tuple(copied)
                     break
             # else: only leaves (most nodes of a model), so the copy shares the children tuple.
-            result = new_object(cls)
-            kind.fill(result, statics, children)
+            result = kind.rebuild(aux, children)
             created.append(result)
             sources.append(node)
         elif kind is _DICT:

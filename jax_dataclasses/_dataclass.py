@@ -23,17 +23,18 @@ from jax_dataclasses._annotations import (
     is_static_annotation,
     static_metadata_key,
 )
+from jax_dataclasses._codegen import make_functions
 from jax_dataclasses._construct import (
     UNDECORATED_ATTR,
     init_parameters,
-    make_init,
+    init_source,
     undecorated_init,
     wrap_own_init,
 )
 from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
 from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
-from jax_dataclasses._registry import layout_of, new_fields, register
+from jax_dataclasses._registry import layout_of, new_fields, register, tree_sources
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 
@@ -119,6 +120,9 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
         own_init = getattr(own_init, UNDECORATED_ATTR)
     array_defaults = _hide_array_defaults(cls)
     dataclass_options = _dataclass_options(cls, options)
+    own_doc = cls.__doc__ is not None
+    if not own_doc:  # `dataclasses` would make one from the signature of an `__init__` to come.
+        cls.__doc__ = _DOC_PLACEHOLDER
     # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
     cls = cast(type, dataclasses.dataclass(cls, **dataclass_options))
     _restore_array_defaults(cls, array_defaults)
@@ -138,16 +142,15 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
     marks = _static_marks(cls)
     children = tuple(n for n in names if n not in marks)
     static_fields = tuple(n for n in names if n in marks)
-    # Registered before `__init__` is generated, which checks static defaults against it.
-    register(cls, children, static_fields, tuple(marks[name] for name in static_fields))
 
     methods: dict[str, object] = {
         "__setattr__": frozen_setattr,
         "__delattr__": frozen_delattr,
         "__init_subclass__": _subclass_hook(cls),
     }
+    sources = tree_sources(cls, children, static_fields)
     if options["init"] and own_init is None:
-        methods["__init__"] = make_init(cls, static_fields)
+        sources.append(init_source(cls, static_fields))
     else:
         if options["init"]:  # Field order errors, as `dataclasses` raises them then.
             init_parameters(cls)
@@ -169,8 +172,26 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
         # `dataclasses` gives only frozen slots classes pickle support that skips __setattr__.
         methods["__getstate__"] = _slots_getstate
         methods["__setstate__"] = _slots_setstate
+    functions = make_functions(cls, sources)  # One compile for all of them.
+    methods.update((name, functions[name]) for name in ("__init__",) if name in functions)
+    register(cls, children, static_fields, tuple(marks[name] for name in static_fields), functions)
+    if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
+        methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
     _install(cls, methods)
     return cls
+
+
+_DOC_PLACEHOLDER = "(to be generated)"
+
+
+def _text_signature(cls: type, init: object) -> str:
+    try:
+        signature = inspect.signature(init if callable(init) else cls)
+    except (TypeError, ValueError):
+        return ""
+    if callable(init):  # The unbound `__init__`: drop `self`.
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return str(signature).replace(" -> None", "")
 
 
 def _check_decoratable(cls: object) -> type:

@@ -24,9 +24,10 @@ from jax_dataclasses._validate import check_assignment
 Assign = Callable[[Any, str, Any], None]
 """Performs `obj.name = value` for an object that may be mutated: `assign(obj, name, value)`."""
 
-_MUTABLE: ContextVar[Mapping[int, Assign] | None] = ContextVar(
-    "jax_dataclasses_mutable", default=None
+_MUTABLE: ContextVar[tuple[Mapping[int, Assign], ...]] = ContextVar(
+    "jax_dataclasses_mutable", default=()
 )
+"""The objects of each open block in this context, innermost block first."""
 _CONSTRUCTING: ContextVar[list[object] | None] = ContextVar(
     "jax_dataclasses_constructing", default=None
 )
@@ -50,11 +51,11 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
             refuse_non_field(self, name)
         object.__setattr__(self, name, value)
         return
-    allowed = _MUTABLE.get()
-    assign = None if allowed is None else allowed.get(id(self))
-    if assign is not None:
-        assign(self, name, value)
-        return
+    for allowed in _MUTABLE.get():
+        assign = allowed.get(id(self))
+        if assign is not None:
+            assign(self, name, value)
+            return
     if layout_of(type(self)) is None:  # An undecorated subclass's own `__init__`.
         raise_unregistered(type(self))
     refuse_assignment(self, name)
@@ -119,15 +120,14 @@ def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
     `objects` maps `id(obj)` to the function that performs assignments to `obj`. The caller
     keeps the objects alive while its assign functions accept them (so no id is reused), and
     makes the functions refuse once its block ends. Blocks may close in any order (two
-    generators, each inside a block): each removes only its own objects.
+    generators, each inside a block): each removes only its own objects. Blocks are chained,
+    not merged, so that opening one inside another costs nothing per object of the outer one.
     """
-    outer = _MUTABLE.get()
-    _MUTABLE.set(objects if outer is None else {**outer, **objects})
+    _MUTABLE.set((objects, *_MUTABLE.get()))
     try:
         yield
     finally:
-        current = _MUTABLE.get() or {}
-        _MUTABLE.set({key: assign for key, assign in current.items() if key not in objects})
+        _MUTABLE.set(tuple(layer for layer in _MUTABLE.get() if layer is not objects))
 
 
 Construction = tuple[list[object], Token[list[object] | None]]

@@ -17,20 +17,24 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NoReturn
 
 from jax import tree_util
 
-from jax_dataclasses._codegen import make_function, tuple_source
+from jax_dataclasses._codegen import FunctionSource, make_functions, tuple_source
 
-Flatten = Callable[[Any], tuple[tuple[Any, ...], tuple[Any, ...]]]
-Fill = Callable[[Any, tuple[Any, ...], tuple[Any, ...]], None]
+Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
+Unflatten = Callable[[Any, Any], Any]
 
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
-    """How instances of one registered class are split into children and static values."""
+    """How instances of one registered class are split into children and static values.
+
+    The static values travel as the treedef's aux data in the cheapest form JAX compares:
+    None without static fields, the bare value with one, a tuple with several (`aux`).
+    """
 
     cls: type
     children: tuple[str, ...]
@@ -38,11 +42,10 @@ class Layout:
     marks: tuple[str, ...]
     """What makes each of `statics` static: `Static` (its annotation) or a field metadata key."""
     flatten: Flatten
-    """`flatten(obj) -> (children, statics)`, tuples in field order."""
-    fill: Fill
-    """`fill(obj, statics, children)`: set every field of a blank `object.__new__` instance."""
+    """`flatten(obj) -> (children, aux)`: children a tuple in field order."""
     flatten_with_keys: Callable[[Any], Any]
-    unflatten: Callable[[Any, Any], Any]
+    unflatten: Unflatten
+    """`unflatten(aux, children)`: a new instance, built field by field (no `__init__`)."""
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -50,7 +53,7 @@ class Layout:
 
     @property
     def functions(self) -> tuple[Callable[..., Any], ...]:
-        return (self.flatten, self.fill, self.flatten_with_keys, self.unflatten)
+        return (self.flatten, self.flatten_with_keys, self.unflatten)
 
 
 _LAYOUTS: dict[type, Layout] = {}
@@ -75,13 +78,27 @@ def on_register(hook: Callable[[Layout], None]) -> None:
 
 
 def register(
-    cls: type, children: tuple[str, ...], statics: tuple[str, ...], marks: tuple[str, ...]
+    cls: type,
+    children: tuple[str, ...],
+    statics: tuple[str, ...],
+    marks: tuple[str, ...],
+    functions: Mapping[str, Callable[..., Any]] | None = None,
 ) -> None:
-    """Generate the tree functions of `cls` and register it with JAX as a keyed pytree node."""
+    """Register `cls` with JAX as a keyed pytree node, with the tree functions of this layout:
+    `functions`, compiled from `tree_sources(cls, children, statics)` with the class's other
+    generated functions, or compiled here."""
+    if functions is None:
+        functions = make_functions(cls, tree_sources(cls, children, statics))
+    layout = Layout(
+        cls,
+        children,
+        statics,
+        marks,
+        flatten=functions["flatten"],
+        flatten_with_keys=functions["flatten_with_keys"],
+        unflatten=functions["unflatten"],
+    )
     old = _LAYOUTS.get(cls)
-    if old is not None and (old.children, old.statics, old.marks) == (children, statics, marks):
-        return
-    layout = _generate(cls, children, statics, marks)
     if old is None:
         try:
             tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
@@ -104,49 +121,51 @@ def register(
         hook(layout)
 
 
-def _generate(
-    cls: type, children: tuple[str, ...], statics: tuple[str, ...], marks: tuple[str, ...]
-) -> Layout:
-    """Flatten, fill, flatten-with-keys and unflatten for one layout. Each function's closure
-    variables are the same for every layout, so `_take_code` can move code between them."""
+def tree_sources(
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...]
+) -> list[FunctionSource]:
+    """Flatten, flatten-with-keys and unflatten for one layout, as JAX's custom nodes are
+    fastest: literal tuples, aux data as in `Layout`, fields set with `object.__setattr__`
+    (writing `__dict__` directly is about twice as fast, but gives every instance JAX builds
+    a dict of its own: 64 bytes more than a constructed one, on Python 3.11 to 3.13). Each
+    function's closure variables are the same for every layout, so `_take_code` can move
+    code between them."""
     fields = children + statics
     child_values = tuple_source([f"o.{name}" for name in children])
-    static_values = tuple_source([f"o.{name}" for name in statics])
+    aux = (
+        "None"
+        if not statics
+        else f"o.{statics[0]}"
+        if len(statics) == 1
+        else tuple_source([f"o.{name}" for name in statics])
+    )
+    pairs = tuple_source([f"(__jdc_keys[{i}], o.{name})" for i, name in enumerate(children)])
     local = [f"c{i}" for i in range(len(children))] + [f"s{i}" for i in range(len(statics))]
     unpack: list[str] = []
-    if statics:
-        unpack.append(f"{tuple_source(local[len(children) :])} = statics")
+    if len(statics) == 1:
+        unpack.append(f"{local[-1]} = aux")
+    elif statics:
+        unpack.append(f"{tuple_source(local[len(children) :])} = aux")
     if children:
         unpack.append(f"{tuple_source(local[: len(children)])} = children")
     store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
-    if not store:  # Referenced anyway, so that every layout's code has the same closure.
-        store = ["__jdc_setattr"]
-    setter = {"__jdc_setattr": object.__setattr__}
     keys = tuple(tree_util.GetAttrKey(name) for name in children)
-    return Layout(
-        cls,
-        children,
-        statics,
-        marks,
-        flatten=make_function(
-            cls, "flatten", ["o"], [f"return ({child_values}, {static_values})"], {}
-        ),
-        fill=make_function(cls, "fill", ["o", "statics", "children"], unpack + store, setter),
-        flatten_with_keys=make_function(
-            cls,
+    # Helpers are referenced even where unused, so that every layout's code has one closure.
+    return [
+        FunctionSource("flatten", ["o"], [f"return ({child_values}, {aux})"], {}),
+        FunctionSource(
             "flatten_with_keys",
             ["o"],
-            [f"return (__jdc_tuple(__jdc_zip(__jdc_keys, {child_values})), {static_values})"],
-            {"__jdc_keys": keys, "__jdc_tuple": tuple, "__jdc_zip": zip},
+            ["__jdc_keys", f"return ({pairs}, {aux})"],
+            {"__jdc_keys": keys},
         ),
-        unflatten=make_function(
-            cls,
+        FunctionSource(
             "unflatten",
-            ["statics", "children"],
-            ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"],
-            {**setter, "__jdc_new": object.__new__, "__jdc_cls": cls},
+            ["aux", "children"],
+            ["o = __jdc_new(__jdc_cls)", *unpack, *store, "__jdc_setattr", "return o"],
+            {"__jdc_setattr": object.__setattr__, "__jdc_new": object.__new__, "__jdc_cls": cls},
         ),
-    )
+    ]
 
 
 def _take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:

@@ -226,7 +226,7 @@ def test_sharding_tree_with_other_static_values_is_rejected(mesh: Mesh) -> None:
     with pytest.raises(ValueError, match="tree prefix") as info:
         jax.device_put(model, wrong)
     message = str(info.value)
-    assert "Linear" in message and "'relu'" in message and "'identity'" in message
+    assert "relu" in message and "identity" in message  # JAX shows both static values
 
 
 # --- jax.jit with shardings -----------------------------------------------------------------

@@ -277,3 +277,29 @@ def test_the_derived_field_warning_can_be_silenced_for_one_field() -> None:
         warnings.simplefilter("error")
         warnings.filterwarnings("ignore", "field 'inv_mass' of", jdc.DerivedFieldWarning)
         assert body(2.0).inv_mass == 0.5
+
+
+def test_the_generated_docstring_is_the_standard_librarys() -> None:
+    def classes(decorate: Decorator) -> list[type]:
+        @decorate
+        class Plain:
+            w: int
+            name: str = "x"
+
+        @decorate
+        class Documented:
+            """Mine."""
+
+            w: int
+
+        @decorate
+        class OwnInit:
+            w: int
+
+            def __init__(self, w: int) -> None:
+                object.__setattr__(self, "w", w)
+
+        return [Plain, Documented, OwnInit]
+
+    ours, theirs = classes(jdc.pytree_dataclass), classes(FROZEN)
+    assert [cls.__doc__ for cls in ours] == [cls.__doc__ for cls in theirs]
