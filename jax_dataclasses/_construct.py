@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from jax_dataclasses._codegen import FunctionSource
 from jax_dataclasses._frozen import begin_construction, end_construction
@@ -107,12 +107,10 @@ def init_source(cls: type, statics: tuple[str, ...]) -> FunctionSource:
                 continue
             helpers[default] = f.default
             body.append(f"{f.name} = {default}")
-        elif not post_init:
-            raise TypeError(
-                f"field {f.name!r} of {cls.__qualname__} has init=False and no default, and no "
-                "__post_init__ sets it: every field is part of the pytree. Give it a default, or "
-                f"set it in __post_init__ (self.{f.name} = value)."
-            )
+        elif not post_init:  # Refused when constructed (a subclass's `__post_init__` may set it).
+            helpers["__jdc_unset"] = raise_unset
+            body.insert(1, f"__jdc_unset(__jdc_type({this}), {f.name!r})")
+            continue
         else:
             continue
         stored.append(f.name)
@@ -135,6 +133,14 @@ def init_source(cls: type, statics: tuple[str, ...]) -> FunctionSource:
         body.append(f"__jdc_post_init({this}, __jdc_derived{initvars})")
     annotations = {f.name: f.type for f in params} | {"return": None}
     return FunctionSource("__init__", signature, body, helpers, annotations)
+
+
+def raise_unset(cls: type, name: str) -> NoReturn:
+    raise TypeError(
+        f"field {name!r} of {cls.__qualname__} has init=False and no default, and no "
+        "__post_init__ sets it: every field is part of the pytree. Give it a default, or "
+        f"set it in __post_init__ (self.{name} = value)."
+    )
 
 
 def wrap_own_init(init: Callable[..., None]) -> Callable[..., None]:
@@ -252,12 +258,19 @@ UNDECORATED_ATTR = "__jdc_undecorated__"
 later takes instead."""
 
 
-def undecorated_init(own: Callable[..., None] | None) -> Callable[..., None]:
-    """`__init__` for an undecorated subclass that adds fields, which would not be in the
-    pytree: construction raises. A decorator that runs later puts back `own` (kept on it)."""
+def undecorated_init(cls: type, own: Callable[..., None] | None) -> Callable[..., None]:
+    """`__init__` for an undecorated subclass `cls` that adds fields, which would not be in the
+    pytree: constructing it, or an undecorated subclass of it, raises. A registered subclass
+    constructed through it (`super().__init__()`) runs `own`, or the next `__init__` in its
+    MRO, as without it. A decorator that runs later on `cls` puts back `own` (kept on it)."""
 
     def __init__(self: object, *args: object, **kwargs: object) -> None:
-        raise_unregistered(type(self))
+        if layout_of(type(self)) is None:
+            raise_unregistered(type(self))
+        if own is not None:
+            own(self, *args, **kwargs)
+        else:
+            super(cls, self).__init__(*args, **kwargs)  # type: ignore[misc]  # `cls` is one of the MRO's
 
     setattr(__init__, UNDECORATED_ATTR, own)
     return __init__

@@ -360,7 +360,7 @@ def _adopt(sub: type) -> None:
     if layout_of(sub) is not None:
         return
     if new_fields(sub):
-        _install(sub, {"__init__": undecorated_init(sub.__dict__.get("__init__"))})
+        _install(sub, {"__init__": undecorated_init(sub, sub.__dict__.get("__init__"))})
         return
     parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
     # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
@@ -426,7 +426,7 @@ class _SharedArrayDefault:
 def _hide_array_defaults(cls: type) -> dict[str, object]:
     wrapped: dict[str, object] = {}
     for name in inspect.get_annotations(cls):
-        value = cls.__dict__.get(name)
+        value = getattr(cls, name, None)  # Inherited too, as `dataclasses` reads defaults.
         default = (
             cast("dataclasses.Field[object]", value).default
             if isinstance(value, dataclasses.Field)

@@ -155,9 +155,12 @@ class _Printer:
                 return f"{kind.__qualname__}(", entries, ")"
             return "(", [("", child) for child in items], ")"
         if dataclasses.is_dataclass(value) and _generated_repr(kind):
+            # The fields of the class whose repr it is, as in the standard library: a subclass
+            # with `repr=False` prints as its base does.
+            owner = next(klass for klass in kind.__mro__ if "__repr__" in klass.__dict__)
             entries = [
                 (f"{f.name}=", getattr(value, f.name, "<unset>"))
-                for f in dataclasses.fields(value)
+                for f in dataclasses.fields(owner)
                 if f.repr
             ]
             return f"{kind.__qualname__}(", entries, ")"

@@ -210,8 +210,11 @@ _CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
 
 def new_fields(sub: type) -> list[str]:
     """Fields an undecorated subclass of a pytree dataclass adds to those of its pytree base:
-    its own annotations (not `ClassVar`s, not re-annotated inherited fields) and fields of
-    plain dataclass bases. Only `@pytree_dataclass` can make those part of the pytree."""
+    annotations that it, or an undecorated class between it and that base, declares (not
+    `ClassVar`s, not re-annotated inherited fields), fields of plain dataclass bases, and
+    the base's fields when `dataclasses` finds the subclass's fields elsewhere (a plain
+    dataclass listed before the pytree base). Only `@pytree_dataclass` can make those part
+    of the pytree; each comes with the class that declares it."""
     parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
     known = set(parent.fields)
     inherited = {
@@ -220,8 +223,23 @@ def new_fields(sub: type) -> list[str]:
         if dataclasses.is_dataclass(base)
         for f in dataclasses.fields(base)
     }
-    declared = [name for name in _annotated_names(sub) if name not in known | inherited]
-    return declared + sorted(inherited - known)
+    declared = [
+        f"{name!r}" + ("" if klass is sub else f" (declared by {klass.__qualname__})")
+        for klass in sub.__mro__
+        if issubclass(klass, parent.cls) and layout_of(klass) is None
+        for name in _annotated_names(klass)
+        if name not in known | inherited
+    ]
+    declared += [repr(name) for name in sorted(inherited - known)]
+    resolved = {f.name for f in dataclasses.fields(sub)}
+    if not declared and resolved != known:
+        owner = next(k for k in sub.__mro__ if "__dataclass_fields__" in k.__dict__)
+        declared = [
+            f"{name!r} (of {parent.cls.__qualname__}, which dataclasses does not see: it reads "
+            f"the fields of {owner.__qualname__}, an earlier base)"
+            for name in parent.fields
+        ]
+    return declared
 
 
 def _annotated_names(cls: type) -> list[str]:
@@ -243,7 +261,7 @@ def raise_unregistered(cls: type) -> NoReturn:
     if declared:
         raise TypeError(
             f"{cls.__qualname__} subclasses a pytree dataclass and declares fields "
-            f"{', '.join(map(repr, declared))} but is not decorated. Add @jdc.pytree_dataclass "
+            f"{', '.join(declared)} but is not decorated. Add @jdc.pytree_dataclass "
             f"above `class {cls.__name__}` so the new fields become part of the pytree."
         )
     raise TypeError(

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import pytest
 
 import jax_dataclasses as jdc
@@ -303,3 +304,78 @@ def test_the_generated_docstring_is_the_standard_librarys() -> None:
 
     ours, theirs = classes(jdc.pytree_dataclass), classes(FROZEN)
     assert [cls.__doc__ for cls in ours] == [cls.__doc__ for cls in theirs]
+
+
+@jdc.pytree_dataclass
+class Base:
+    a: int = 0
+
+
+def test_an_undecorated_class_with_fields_refuses_its_undecorated_subclasses_too() -> None:
+    class Extended(Base):
+        b: int = 1
+
+    class Further(Extended):
+        pass
+
+    refused = (
+        r"Further subclasses a pytree dataclass and declares fields 'b' \(declared by \S*Extended\)"
+    )
+    with pytest.raises(TypeError, match=refused):
+        Further()
+
+
+def test_a_decorated_subclass_constructs_through_an_undecorated_class_with_fields() -> None:
+    def hierarchy(decorate: Decorator) -> type:
+        base = decorate(type("Base", (), {"__annotations__": {"a": int}, "a": 0}))
+        extended = type("Extended", (base,), {"__annotations__": {"b": int}, "b": 1})
+
+        def __init__(self: Any, d: int) -> None:
+            super(top, self).__init__(5)
+            object.__setattr__(self, "d", d)
+
+        namespace = {"__annotations__": {"d": int}, "d": 0, "__init__": __init__}
+        top = decorate(type("Top", (extended,), namespace))
+        return top
+
+    ours, theirs = hierarchy(jdc.pytree_dataclass), hierarchy(FROZEN)
+    assert values(ours(4)) == values(theirs(4)) == {"a": 5, "d": 4}
+
+
+def test_a_plain_dataclass_listed_before_the_pytree_base_is_refused_when_undecorated() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Empty:
+        pass
+
+    class Mixed(Empty, Base):
+        pass
+
+    with pytest.raises(
+        TypeError,
+        match=r"Mixed .*'a' \(of Base, which dataclasses does not see: it reads the fields of \S*Empty",
+    ):
+        Mixed()
+    assert jax.tree_util.tree_leaves(jdc.pytree_dataclass(Mixed)(a=2)) == [2]
+
+
+def test_a_subclass_with_repr_false_prints_as_its_base_like_the_standard_library() -> None:
+    def classes(decorate: Decorator, repr_false: Decorator) -> type:
+        base = decorate(type("Base", (), {"__annotations__": {"a": int}, "a": 0}))
+        return repr_false(type("Quiet", (base,), {"__annotations__": {"h": int}, "h": 2}))
+
+    ours = classes(jdc.pytree_dataclass, jdc.pytree_dataclass(repr=False))
+    theirs = classes(FROZEN, dataclasses.dataclass(frozen=True, repr=False))
+    assert repr(ours()) == repr(theirs()) == "Quiet(a=0)"
+    assert jdc.pformat([ours()]) == "[Quiet(a=0)]"
+
+
+def test_an_inherited_jax_array_default_is_a_default_of_a_redeclared_field() -> None:
+    @jdc.pytree_dataclass
+    class Parent:
+        x: jax.Array = jnp.zeros(2)
+
+    @jdc.pytree_dataclass
+    class Child(Parent):
+        x: jax.Array  # no default of its own: the inherited class attribute is one
+
+    assert Child().x is Parent().x

@@ -151,11 +151,19 @@ def test_custom_init_that_misses_a_field_is_reported() -> None:
 
 
 def test_init_false_without_default_must_be_set() -> None:
-    with pytest.raises(TypeError, match=r"field 'n' of \S*Unset has init=False and no default"):
+    @jdc.pytree_dataclass
+    class Unset:  # Definable: a subclass's __post_init__ may set it.
+        n: int = dataclasses.field(init=False)
 
-        @jdc.pytree_dataclass
-        class Unset:
-            n: int = dataclasses.field(init=False)
+    with pytest.raises(TypeError, match=r"field 'n' of \S*Unset has init=False and no default"):
+        Unset()
+
+    @jdc.pytree_dataclass
+    class Completed(Unset):
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "n", 1)
+
+    assert Completed().n == 1
 
     @jdc.pytree_dataclass
     class SetInPostInit:
