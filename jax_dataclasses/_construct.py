@@ -270,7 +270,7 @@ def undecorated_init(cls: type, own: Callable[..., None] | None) -> Callable[...
         if own is not None:
             own(self, *args, **kwargs)
         else:
-            super(cls, self).__init__(*args, **kwargs)  # type: ignore[misc]  # `cls` is one of the MRO's
+            super(cls, self).__init__(*args, **kwargs)  # type: ignore[arg-type]  # mypy wants a class literal
 
     setattr(__init__, UNDECORATED_ATTR, own)
     return __init__
