@@ -381,6 +381,7 @@ def _static_marks(cls: type) -> dict[str, str]:
     the scope that defines the class that declared the field.
     """
     marks: dict[str, str] = {}
+    scopes: dict[type, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = {}
     for f in dataclasses.fields(cls):
         owner = _defining_class(cls, f)
         owner_layout = None if owner is cls else layout_of(owner)  # `cls` may be adopted.
@@ -391,7 +392,9 @@ def _static_marks(cls: type) -> dict[str, str]:
         key = static_metadata_key(f.metadata)
         where = f"field {f.name!r} of {cls.__qualname__}"
         try:
-            globalns, localns = defining_scope(owner.__qualname__, owner.__module__)
+            if owner not in scopes:
+                scopes[owner] = defining_scope(owner.__qualname__, owner.__module__)
+            globalns, localns = scopes[owner]
             if is_static_annotation(f.type, where, globalns, localns):
                 marks[f.name] = STATIC_ANNOTATION
                 continue
