@@ -9,7 +9,7 @@ from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._checkpoints_1_6 import from_v1_6_layout, v1_6_layout
 from jax_dataclasses._construct import DerivedFieldWarning
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
-from jax_dataclasses._enforced_annotations import EnforcedAnnotationsMixin
+from jax_dataclasses._enforced_annotations import AnnotationMismatchError, EnforcedAnnotationsMixin
 from jax_dataclasses._jit import jit
 from jax_dataclasses._printing import pformat, pprint
 from jax_dataclasses._serialization import install_flax_hooks as _install_flax_hooks
@@ -26,6 +26,7 @@ else:
 _install_flax_hooks()
 
 __all__ = [
+    "AnnotationMismatchError",
     "DerivedFieldWarning",
     "EnforcedAnnotationsMixin",
     "MutationValidationError",

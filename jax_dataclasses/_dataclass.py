@@ -32,6 +32,7 @@ from jax_dataclasses._construct import (
     wrap_own_init,
 )
 from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
+from jax_dataclasses._install import install
 from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
 from jax_dataclasses._registry import layout_of, new_fields, register, tree_sources
@@ -118,14 +119,21 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
     own_repr = "__repr__" in cls.__dict__
     if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `_adopt` before this decorator ran.
         own_init = getattr(own_init, UNDECORATED_ATTR)
-    array_defaults = _hide_array_defaults(cls)
     dataclass_options = _dataclass_options(cls, options)
     own_doc = cls.__doc__ is not None
+    hidden = _hide_array_defaults(cls)
     if not own_doc:  # `dataclasses` would make one from the signature of an `__init__` to come.
-        cls.__doc__ = _DOC_PLACEHOLDER
-    # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
-    cls = cast(type, dataclasses.dataclass(cls, **dataclass_options))
-    _restore_array_defaults(cls, array_defaults)
+        install(cls, {"__doc__": _DOC_PLACEHOLDER})
+    try:
+        # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
+        made = cast(type, dataclasses.dataclass(cls, **dataclass_options))
+    except BaseException:  # `dataclasses` refused the class: leave it as it was.
+        _restore_array_defaults(cls, hidden)
+        if not own_doc:
+            install(cls, {"__doc__": None})
+        raise
+    cls = made
+    _restore_array_defaults(cls, hidden)
 
     names = [f.name for f in dataclasses.fields(cls)]
     reserved = [name for name in names if name.startswith(_RESERVED_PREFIX)]
@@ -177,7 +185,7 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
     register(cls, children, static_fields, tuple(marks[name] for name in static_fields), functions)
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
-    _install(cls, methods)
+    install(cls, methods)
     return cls
 
 
@@ -262,12 +270,6 @@ def _dataclass_options(cls: type, options: dict[str, bool]) -> dict[str, bool]:
     # Hash like a frozen dataclass (by fields) unless the class brings its own.
     unsafe_hash = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
     return dict(options, init=False, frozen=frozen, unsafe_hash=unsafe_hash)
-
-
-def _install(cls: type, methods: Mapping[str, object]) -> None:
-    """The one place where we set attributes on a user's class."""
-    for name, method in methods.items():
-        setattr(cls, name, method)
 
 
 def _hash_naming_the_field(generated: Callable[[object], int]) -> Callable[[object], int]:
@@ -360,7 +362,7 @@ def _adopt(sub: type) -> None:
     if layout_of(sub) is not None:
         return
     if new_fields(sub):
-        _install(sub, {"__init__": undecorated_init(sub, sub.__dict__.get("__init__"))})
+        install(sub, {"__init__": undecorated_init(sub, sub.__dict__.get("__init__"))})
         return
     parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
     # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
@@ -369,7 +371,7 @@ def _adopt(sub: type) -> None:
     if owner is not object and (owner is sub or layout_of(owner) is None):
         wrapped = wrap_own_init(owner.__dict__["__init__"])
         setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
-        _install(sub, {"__init__": wrapped})
+        install(sub, {"__init__": wrapped})
     register(sub, parent.children, parent.statics, parent.marks)
 
 
@@ -426,15 +428,16 @@ class _SharedArrayDefault:
         self.array = array
 
 
-def _hide_array_defaults(cls: type) -> dict[str, object]:
-    wrapped: dict[str, object] = {}
+Hidden = dict[str, tuple[object, "dataclasses.Field[object] | None"]]
+"""Each JAX-array default hidden from `dataclasses`: the array, and the user's `Field` holding it."""
+
+
+def _hide_array_defaults(cls: type) -> Hidden:
+    hidden: Hidden = {}
     for name in inspect.get_annotations(cls):
-        value = getattr(cls, name, None)  # Inherited too, as `dataclasses` reads defaults.
-        default = (
-            cast("dataclasses.Field[object]", value).default
-            if isinstance(value, dataclasses.Field)
-            else value
-        )
+        value: object = getattr(cls, name, None)  # Inherited too, as `dataclasses` reads them.
+        field = cast("dataclasses.Field[object]", value) if _is_field(value) else None
+        default = value if field is None else field.default
         if isinstance(default, np.ndarray):
             raise ValueError(
                 f"field {name!r} of {cls.__qualname__} has a NumPy array as its default, which "
@@ -442,16 +445,25 @@ def _hide_array_defaults(cls: type) -> dict[str, object]:
                 f"(jnp.asarray(...)) or field(default_factory=lambda: np.array(...))."
             )
         if isinstance(default, Array):
-            wrapped[name] = default
-            if isinstance(value, dataclasses.Field):
-                value.default = _SharedArrayDefault(default)
+            hidden[name] = (default, field)
+            if field is not None:
+                field.default = _SharedArrayDefault(default)
             else:
-                setattr(cls, name, _SharedArrayDefault(default))
-    return wrapped
+                install(cls, {name: _SharedArrayDefault(default)})
+    return hidden
 
 
-def _restore_array_defaults(cls: type, wrapped: dict[str, object]) -> None:
-    for name, array in wrapped.items():
-        cls.__dataclass_fields__[name].default = array  # type: ignore[attr-defined]  # cls is a dataclass now.
+def _is_field(value: object) -> bool:
+    return isinstance(value, dataclasses.Field)
+
+
+def _restore_array_defaults(cls: type, hidden: Hidden) -> None:
+    """Put the arrays back: in the fields `dataclasses` made of `cls` (if it did), the user's
+    `Field`s, and the class attributes."""
+    made: dict[str, dataclasses.Field[object]] = cls.__dict__.get("__dataclass_fields__", {})
+    for name, (array, field) in hidden.items():
+        for holder in (field, made.get(name)):
+            if holder is not None:
+                holder.default = array
         if isinstance(cls.__dict__.get(name), _SharedArrayDefault):
-            setattr(cls, name, array)
+            install(cls, {name: array})

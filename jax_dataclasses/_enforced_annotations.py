@@ -32,7 +32,23 @@ Shape = tuple[int, ...]
 class AnnotationMismatchError(AssertionError):
     """A field's value does not match the shape or dtype in its `Annotated[...]` annotation.
 
-    An `AssertionError`, as the checks of jax_dataclasses 1.x were.
+    Raised at construction by classes using the deprecated `EnforcedAnnotationsMixin`. An
+    `AssertionError`, as the checks of jax_dataclasses 1.x were; the message names the field
+    and what it should have.
+
+    Examples:
+        >>> import warnings
+        >>> from typing import Annotated
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     @jdc.pytree_dataclass
+        ...     class Image(jdc.EnforcedAnnotationsMixin):
+        ...         pixels: Annotated[jax.Array, (3, ..., 4), jnp.floating]
+        >>> try:
+        ...     Image(jnp.zeros((3, 8, 5)))
+        ... except jdc.AnnotationMismatchError as error:
+        ...     print(error)
+        field 'pixels' of Image should have shape (3, ..., 4) (`...` marks batch axes; without it they lead) but has shape (3, 8, 5).
     """
 
 

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, NoReturn
 from jax import tree_util
 
 from jax_dataclasses._codegen import FunctionSource, make_functions, tuple_source
+from jax_dataclasses._install import install
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
 Unflatten = Callable[[Any, Any], Any]
@@ -116,7 +117,7 @@ def register(
             _take_code(target, source)
         layout = dataclasses.replace(old, children=children, statics=statics, marks=marks)
     _LAYOUTS[cls] = layout
-    setattr(cls, REGISTRATION_ATTR, _Registration(cls, children, statics, marks))
+    install(cls, {REGISTRATION_ATTR: _Registration(cls, children, statics, marks)})
     for hook in _ON_REGISTER:
         hook(layout)
 

@@ -844,3 +844,18 @@ def test_field_names_like_the_generated_code_internals() -> None:
     obj = dynamic(1.0, 2.0)
     assert jax.tree_util.tree_leaves(obj) == [1.0, 2.0, 0.5]
     assert jax.tree_util.tree_structure(obj) != jax.tree_util.tree_structure(dynamic(1.0, 2.0, 4))
+
+
+def test_a_class_dataclasses_refuses_is_left_as_it_was() -> None:
+    array = jnp.zeros(2)
+    field = dataclasses.field(default=array)
+
+    class Refused:
+        a: jax.Array = array
+        b: jax.Array = field
+        c: list[int] = []  # noqa: RUF012  # dataclasses refuses a mutable default
+
+    with pytest.raises(ValueError, match="mutable default"):
+        jdc.pytree_dataclass(Refused)
+    assert Refused.__dict__["a"] is array and field.default is array
+    assert Refused.__doc__ is None
