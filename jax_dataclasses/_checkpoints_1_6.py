@@ -19,7 +19,7 @@ from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, STATIC_ANNOTATION
 from jax_dataclasses._registry import Layout, layout_of
-from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
+from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
 
 T = TypeVar("T")
 
@@ -51,7 +51,7 @@ def v1_6_layout(tree: Any) -> Any:
         >>> jdc.v1_6_layout({"arm": Joint(jnp.zeros(2), jnp.ones(2))})
         {'arm': [Array([0., 0.], dtype=float32), Array([1., 1.], dtype=float32)]}
     """
-    layout = layout_of(_type_of(tree))
+    layout = layout_of(type_of(tree))
     if layout is not None:
         return [v1_6_layout(getattr(tree, name)) for name in saved_by_1_6(layout)]
     return _map_children(tree, v1_6_layout)
@@ -87,16 +87,16 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
 
 
 def _rebuild(target: Any, restored: Any, path: KeyPath) -> Any:
-    layout = layout_of(_type_of(target))
+    layout = layout_of(type_of(target))
     if layout is None:
         if not is_node(target):
             return restored
-        keyed = tree_flatten_with_path(target, lambda child: child is not target)[0]
+        keyed = keyed_children(target)
         _, structure = one_level(target)
         restored_children, _ = one_level(restored)
         if len(keyed) != len(restored_children):
             raise ValueError(
-                f"cannot restore the {_type_of(target).__qualname__} at key path "
+                f"cannot restore the {type_of(target).__qualname__} at key path "
                 f"{keystr(path) or '(the root)'} from a 1.6 checkpoint: it has {len(keyed)} "
                 f"entries, the checkpoint {len(restored_children)}."
             )
@@ -107,7 +107,7 @@ def _rebuild(target: Any, restored: Any, path: KeyPath) -> Any:
             ]
         )
     saved = saved_by_1_6(layout)
-    kind = _type_of(restored)
+    kind = type_of(restored)
     items = list(cast("Sequence[Any]", restored)) if issubclass(kind, list | tuple) else None
     if items is None or len(items) != len(saved):
         got = f"{len(items)} entries" if items is not None else kind.__qualname__
@@ -135,10 +135,6 @@ def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
         if mark in (STATIC_ANNOTATION, LEGACY_STATIC_MARKER)
     }
     return tuple(f.name for f in dataclasses.fields(layout.cls) if f.init and f.name not in unsaved)
-
-
-def _type_of(value: object) -> type:
-    return type(value)
 
 
 def _map_children(tree: Any, function: Callable[[Any], Any]) -> Any:

@@ -11,7 +11,7 @@ libraries import it from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Generator, Iterable
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
@@ -21,7 +21,15 @@ from jax_dataclasses._frozen import assign_field, mutable
 from jax_dataclasses._legacy_mutability import Mutability as _Mutability
 from jax_dataclasses._legacy_mutability import mark_mutable as _mark_mutable
 from jax_dataclasses._registry import Flatten, Layout, Unflatten, layout_of
-from jax_dataclasses._tree_api import KeyPath, is_node, keystr, one_level, tree_flatten_with_path
+from jax_dataclasses._tree_api import (
+    KeyPath,
+    is_node,
+    keyed_children,
+    keystr,
+    one_level,
+    tree_flatten_with_path,
+    type_of,
+)
 from jax_dataclasses._validate import check_replacement
 
 T = TypeVar("T")
@@ -170,7 +178,6 @@ class _Dataclass:
         self.rebuild: Unflatten = layout.unflatten
 
 
-_type_of: Callable[[object], type[object]] = type  # `type`, typed for pyright.
 _LIST, _TUPLE, _DICT, _OTHER = "list", "tuple", "dict", "other"
 _Kind = str | _Dataclass
 _KINDS: dict[type, _Kind] = {list: _LIST, tuple: _TUPLE, dict: _DICT}
@@ -218,7 +225,6 @@ def _structural_copy(
     on_path: set[int] = set()  # ids of the nodes being copied: alive, so ids are unique.
     kinds = _KINDS
     leaf_types = _LEAF_TYPES
-    type_of = _type_of
 
     def copy(node: Any) -> Any:
         cls = type_of(node)
@@ -280,7 +286,7 @@ def _check_containers(
     original it copies), is known good: its fields were checked when assigned, and its own
     lists and dicts are checked here too. Only other items are compared, leaf by leaf."""
     for new, old in containers:
-        kind = _type_of(new)
+        kind = type_of(new)
         if kind is list:
             if len(new) != len(old):
                 _refuse_change(copy, new, old)
@@ -335,10 +341,10 @@ def _cycle_paths(
     for ancestor, ancestor_path in ancestors:
         if ancestor is tree:
             return (path, ancestor_path) if tree is node else None
-    if _type_of(tree) in _LEAF_TYPES or (_KINDS.get(type(tree)) or _kind(tree)) is None:
+    if type_of(tree) in _LEAF_TYPES or (_KINDS.get(type(tree)) or _kind(tree)) is None:
         return None
     ancestors.append((tree, path))
-    children = tree_flatten_with_path(tree, lambda child: child is not tree)[0]
+    children = keyed_children(tree)
     for key, child in children:
         found = _cycle_paths(child, node, path + key, ancestors)
         if found is not None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from jax_dataclasses._registry import layout_of
 from jax_dataclasses._user_warning import warn_at_user
+from jax_dataclasses._validate import PYTHON_SCALARS
 
 Shape = tuple[int, ...]
 
@@ -71,7 +72,6 @@ class _ClassSpec(NamedTuple):
     """Fields that may hold a nested mixin instance."""
 
 
-_PYTHON_SCALARS = frozenset({bool, int, float, complex})
 _SPECS: dict[type, _ClassSpec] = {}
 _SUBDTYPE: dict[tuple[object, object], bool] = {}
 
@@ -221,7 +221,7 @@ def _check_field(obj: object, spec: _FieldSpec) -> Shape | None:
     """Check one annotated field; return its batch axes (None when the shape is not checked)."""
     value = getattr(obj, spec.name)
     where = f"field {spec.name!r} of {type(obj).__qualname__}"
-    if type(value) in _PYTHON_SCALARS:  # Not isinstance: np.float64 subclasses float.
+    if type(value) in PYTHON_SCALARS:  # Not isinstance: np.float64 subclasses float.
         shape: Shape = ()  # JAX gives Python scalars a weak dtype, so only the shape counts.
     else:
         value_shape = getattr(value, "shape", None)

@@ -204,7 +204,7 @@ def _values(array: np.ndarray[Any, Any]) -> str:
     return re.sub(r"\s+", " ", np.array2string(array, separator=", ", threshold=2**31))
 
 
-_GENERATED_REPR_FILES = {dataclasses.__file__, reprlib.__file__}
+_GENERATED_REPR_FILES = frozenset({dataclasses.__file__, reprlib.__file__})
 """Where the `__repr__` that `dataclasses` generates is defined (a wrapper, on every version)."""
 
 

@@ -32,12 +32,12 @@ if TYPE_CHECKING:
 
 FLAX_SERIALIZATION = "flax.serialization"
 
-_LEAF_TYPES = (Array, np.ndarray, np.generic, bool, int, float, complex)
+_ARRAY_LIKE = (Array, np.ndarray, np.generic, bool, int, float, complex)
 
 
 def _is_leaf(value: object) -> bool:
     """Array-like: a target child that is one must be restored to one (or None)."""
-    return isinstance(value, _LEAF_TYPES)
+    return isinstance(value, _ARRAY_LIKE)
 
 
 class _FlaxSerialization(Protocol):

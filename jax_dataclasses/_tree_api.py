@@ -62,3 +62,12 @@ keystr = cast(
 def one_level(tree: object) -> tuple[list[Any], Treedef]:
     """The direct children of a node, and the treedef that rebuilds it from new ones."""
     return tree_flatten(tree, lambda child: child is not tree)
+
+
+def keyed_children(tree: object) -> list[tuple[KeyPath, Any]]:
+    """The direct children of a node, each with its key path (one key)."""
+    return tree_flatten_with_path(tree, lambda child: child is not tree)[0]
+
+
+type_of: Callable[[object], type[object]] = type
+"""`type`, typed for pyright (which sees `type(x)` of an `object` as partly unknown)."""

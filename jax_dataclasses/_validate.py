@@ -10,7 +10,8 @@ two keeps the leaf's dtype.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, cast
 
 import jax.numpy as jnp
@@ -23,7 +24,9 @@ from jax_dataclasses._tree_api import (
     KeyPath,
     Treedef,
     is_node,
+    keyed_children,
     keystr,
+    one_level,
     tree_flatten,
     tree_flatten_with_path,
     tree_structure,
@@ -31,22 +34,26 @@ from jax_dataclasses._tree_api import (
 
 # JAX canonicalises these to their 32-bit counterparts unless `jax_enable_x64` is set; code
 # runs either way, so the two widths count as the same dtype.
-_NARROW = {
-    np.dtype(wide): np.dtype(narrow)
-    for wide, narrow in (
-        ("float64", "float32"),
-        ("int64", "int32"),
-        ("uint64", "uint32"),
-        ("complex128", "complex64"),
-    )
-}
+_NARROW = MappingProxyType(
+    {
+        np.dtype(wide): np.dtype(narrow)
+        for wide, narrow in (
+            ("float64", "float32"),
+            ("int64", "int32"),
+            ("uint64", "uint32"),
+            ("complex128", "complex64"),
+        )
+    }
+)
 # The dtype JAX gives a Python scalar, and whether it is weakly typed (bool is not).
-_PYTHON_SCALARS: dict[type, tuple[np.dtype[Any], bool]] = {
-    bool: (np.dtype("bool"), False),
-    int: (np.dtype("int32"), True),
-    float: (np.dtype("float32"), True),
-    complex: (np.dtype("complex64"), True),
-}
+PYTHON_SCALARS: Mapping[type, tuple[np.dtype[Any], bool]] = MappingProxyType(
+    {
+        bool: (np.dtype("bool"), False),
+        int: (np.dtype("int32"), True),
+        float: (np.dtype("float32"), True),
+        complex: (np.dtype("complex64"), True),
+    }
+)
 _FIX = (
     "With validate=True an assignment must keep the field's tree structure and each leaf's "
     "shape and dtype (64- and 32-bit widths count as equal; a Python scalar fits a 0-d array "
@@ -118,7 +125,7 @@ def _leaf_type(leaf: object) -> _LeafType | None:
     makes of one, so that validation agrees inside and outside `jit`. A weakly typed array with
     a shape (`jnp.full((3,), 1.0)`) is held to its dtype.
     """
-    scalar = _PYTHON_SCALARS.get(type(leaf))
+    scalar = PYTHON_SCALARS.get(type(leaf))
     if scalar is not None:
         return (), scalar[0], scalar[1]
     shape = getattr(leaf, "shape", None)
@@ -162,7 +169,7 @@ def _same_dtype(old_leaf: object, old: _LeafType, new_leaf: object, new: _LeafTy
 
 def _describe(leaf: object) -> str:
     """A leaf in the repr's notation (`f32[3]`), or its Python type."""
-    if type(leaf) in _PYTHON_SCALARS:
+    if type(leaf) in PYTHON_SCALARS:
         return f"Python {type(leaf).__name__}"
     if getattr(leaf, "shape", None) is None or getattr(leaf, "dtype", None) is None:
         return type(leaf).__qualname__
@@ -255,7 +262,9 @@ def _first_difference(
         return path, old, new
     if node.num_nodes == 1:  # A leaf, or a node without children.
         return None
-    for (key, old_child), (_, new_child) in zip(_children(old), _children(new), strict=True):
+    for (key, old_child), (_, new_child) in zip(
+        keyed_children(old), keyed_children(new), strict=True
+    ):
         found = _first_difference(old_child, new_child, path + key, statics=statics)
         if found is not None:
             return found
@@ -293,11 +302,7 @@ _BLOCK_END = (
 
 
 def _one_level(tree: object) -> Treedef:
-    return tree_structure(tree, lambda child: child is not tree)
-
-
-def _children(tree: object) -> list[tuple[KeyPath, Any]]:
-    return tree_flatten_with_path(tree, lambda child: child is not tree)[0]
+    return one_level(tree)[1]
 
 
 def _message(cls: type, field: str, path: Sequence[Any], what: str, old: str, new: str) -> str:
