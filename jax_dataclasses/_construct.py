@@ -18,8 +18,9 @@ from typing import Any, NoReturn
 
 from jax_dataclasses._codegen import FunctionSource
 from jax_dataclasses._frozen import begin_construction, end_construction
-from jax_dataclasses._registry import layout_of, raise_unregistered
+from jax_dataclasses._registry import layout_of
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
+from jax_dataclasses._subclasses import check_registered, raise_unregistered
 from jax_dataclasses._user_warning import warn_once
 
 
@@ -250,34 +251,3 @@ def check_fields(obj: object) -> None:
             ) from None
         if name in layout.statics and type(value) not in OK_TYPES:
             check_static_value(cls, name, value)
-
-
-UNDECORATED_ATTR = "__jdc_undecorated__"
-"""On an `__init__` that adoption installed on an undecorated subclass: the class's own
-`__init__` it stands for (None if the class body defined none), which a decorator that runs
-later takes instead."""
-
-
-def undecorated_init(cls: type, own: Callable[..., None] | None) -> Callable[..., None]:
-    """`__init__` for an undecorated subclass `cls` that adds fields, which would not be in the
-    pytree: constructing it, or an undecorated subclass of it, raises. A registered subclass
-    constructed through it (`super().__init__()`) runs `own`, or the next `__init__` in its
-    MRO, as without it. A decorator that runs later on `cls` puts back `own` (kept on it)."""
-
-    def __init__(self: object, *args: object, **kwargs: object) -> None:
-        if layout_of(type(self)) is None:
-            raise_unregistered(type(self))
-        if own is not None:
-            own(self, *args, **kwargs)
-        else:
-            super(cls, self).__init__(*args, **kwargs)  # type: ignore[arg-type]  # mypy wants a class literal
-
-    setattr(__init__, UNDECORATED_ATTR, own)
-    return __init__
-
-
-def check_registered(obj: object) -> None:
-    """An inherited `__init__` is constructing `obj`: its class must be a registered pytree."""
-    cls = type(obj)
-    if layout_of(cls) is None:
-        raise_unregistered(cls)

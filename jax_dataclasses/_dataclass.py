@@ -25,17 +25,16 @@ from jax_dataclasses._annotations import (
 )
 from jax_dataclasses._codegen import make_functions
 from jax_dataclasses._construct import (
-    UNDECORATED_ATTR,
     init_parameters,
     init_source,
-    undecorated_init,
     wrap_own_init,
 )
 from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
 from jax_dataclasses._install import install
 from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
-from jax_dataclasses._registry import layout_of, new_fields, register, tree_sources
+from jax_dataclasses._registry import layout_of, register, tree_sources
+from jax_dataclasses._subclasses import UNDECORATED_ATTR, new_fields, undecorated_init
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 

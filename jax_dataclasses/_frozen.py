@@ -17,8 +17,9 @@ from contextvars import ContextVar, Token
 from typing import Any, NoReturn
 
 from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
-from jax_dataclasses._registry import layout_of, raise_unregistered
+from jax_dataclasses._registry import layout_of
 from jax_dataclasses._static_values import check_static_value
+from jax_dataclasses._subclasses import raise_unregistered
 from jax_dataclasses._validate import check_assignment
 
 Assign = Callable[[Any, str, Any], None]

@@ -15,10 +15,8 @@ are updated in place with the new layout's code.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import re
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, NoReturn
+from typing import Any
 
 from jax import tree_util
 
@@ -202,71 +200,3 @@ def _register_loaded(
     """A class cloudpickle rebuilds, while it restores the class's attributes."""
     register(cls, children, statics, marks)
     return cls.__dict__[REGISTRATION_ATTR]
-
-
-# -- subclasses that are not registered, and why ------------------------------------------
-
-_CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
-
-
-def new_fields(sub: type) -> list[str]:
-    """Fields an undecorated subclass of a pytree dataclass adds to those of its pytree base:
-    annotations that it, or an undecorated class between it and that base, declares (not
-    `ClassVar`s, not re-annotated inherited fields), fields of plain dataclass bases, and
-    the base's fields when `dataclasses` finds the subclass's fields elsewhere (a plain
-    dataclass listed before the pytree base). Only `@pytree_dataclass` can make those part
-    of the pytree; each comes with the class that declares it."""
-    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
-    known = set(parent.fields)
-    inherited = {
-        f.name
-        for base in sub.__mro__[1:]
-        if dataclasses.is_dataclass(base)
-        for f in dataclasses.fields(base)
-    }
-    declared = [
-        f"{name!r}" + ("" if klass is sub else f" (declared by {klass.__qualname__})")
-        for klass in sub.__mro__
-        if issubclass(klass, parent.cls) and layout_of(klass) is None
-        for name in _annotated_names(klass)
-        if name not in known | inherited
-    ]
-    declared += [repr(name) for name in sorted(inherited - known)]
-    resolved = {f.name for f in dataclasses.fields(sub)}
-    if not declared and resolved != known:
-        owner = next(k for k in sub.__mro__ if "__dataclass_fields__" in k.__dict__)
-        declared = [
-            f"{name!r} (of {parent.cls.__qualname__}, which dataclasses does not see: it reads "
-            f"the fields of {owner.__qualname__}, an earlier base)"
-            for name in parent.fields
-        ]
-    return declared
-
-
-def _annotated_names(cls: type) -> list[str]:
-    """Annotated names a class body declares itself, other than `ClassVar`s."""
-    names: list[str] = []
-    for name, annotation in inspect.get_annotations(cls).items():
-        if isinstance(annotation, str):
-            if _CLASSVAR_SOURCE.match(annotation):
-                continue
-        elif annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
-            continue
-        names.append(name)
-    return names
-
-
-def raise_unregistered(cls: type) -> NoReturn:
-    """Explain why subclass `cls` of a pytree dataclass is not a pytree itself."""
-    declared = new_fields(cls)
-    if declared:
-        raise TypeError(
-            f"{cls.__qualname__} subclasses a pytree dataclass and declares fields "
-            f"{', '.join(declared)} but is not decorated. Add @jdc.pytree_dataclass "
-            f"above `class {cls.__name__}` so the new fields become part of the pytree."
-        )
-    raise TypeError(
-        f"{cls.__qualname__} subclasses a pytree dataclass but was never registered as one, "
-        "because a base class's __init_subclass__ does not call super().__init_subclass__(). "
-        "Decorate it with @jdc.pytree_dataclass, or make that __init_subclass__ call super()."
-    )
