@@ -30,6 +30,7 @@ README_MAX_LINES = 200
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+@pytest.mark.subprocess
 def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     """Each page's Python blocks run in order, in a fresh process, from an empty directory."""
     runnable = [b for b in blocks(page) if b.skip_reason is None and b.language in RUNNABLE]
@@ -53,6 +54,7 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.subprocess
 def test_unmarked_blocks_that_cannot_run_are_refused(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("Text\n\n```bash\npip install x\n```\n")
@@ -69,6 +71,7 @@ def write_and_run(page: Path, text: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(runner, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.subprocess
 def test_a_failing_block_fails_with_the_page_line(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     result = write_and_run(
@@ -78,6 +81,7 @@ def test_a_failing_block_fails_with_the_page_line(tmp_path: Path) -> None:
     assert f'File "{page}", line 7' in result.stderr, result.stderr
 
 
+@pytest.mark.subprocess
 def test_output_blocks_must_be_what_the_block_before_printed(tmp_path: Path) -> None:
     code = "```python\nprint('Layer(w=f32[3])')\n```\n\n<!-- output -->\n```text\n{}\n```\n"
     assert write_and_run(tmp_path / "page.md", code.format("Layer(w=f32[3])")).returncode == 0
@@ -88,18 +92,21 @@ def test_output_blocks_must_be_what_the_block_before_printed(tmp_path: Path) -> 
     assert "-Layer(w=f32[4])\n+Layer(w=f32[3])" in result.stderr, result.stderr
 
 
+@pytest.mark.subprocess
 def test_output_must_follow_a_block_that_ran(tmp_path: Path) -> None:
     code = "```python\nprint('A')\n```\n\n<!-- skip: why -->\n```python\nprint('B')\n```\n\n"
     result = write_and_run(tmp_path / "page.md", code + "<!-- output -->\n```text\nA\n```\n")
     assert "page.md:11: <!-- output --> follows no Python block that ran" in result.stderr
 
 
+@pytest.mark.subprocess
 def test_output_keeps_its_indentation(tmp_path: Path) -> None:
     code = "```python\nprint('  a')\nprint('  b')\n```\n<!-- output -->\n```text\n  a\n  b\n```\n"
     result = write_and_run(tmp_path / "page.md", code)
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.subprocess
 def test_longer_closing_fences_and_misspelt_options(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("````python\nx = 1\n`````\n\n<!-- docs-test: device=8 -->\n")
@@ -108,12 +115,14 @@ def test_longer_closing_fences_and_misspelt_options(tmp_path: Path) -> None:
         page_options(page)
 
 
+@pytest.mark.subprocess
 def test_pages_run_as_main(tmp_path: Path) -> None:
     code = "```python\nclass A: ...\nprint(A.__module__)\n```\n\n<!-- output -->\n```text\n__main__\n```\n"
     result = write_and_run(tmp_path / "page.md", code)
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.subprocess
 def test_pages_run_without_our_future_imports(tmp_path: Path) -> None:
     result = write_and_run(
         tmp_path / "page.md", "```python\ndef f(x: Undefined) -> None: ...\n```\n"
@@ -159,6 +168,7 @@ def load(path: Path) -> types.ModuleType:
 DEV = load(ROOT / "dev.py")
 
 
+@pytest.mark.subprocess
 def test_the_test_command_builds_the_site_strictly(tmp_path: Path) -> None:
     steps = dict(DEV.steps_for("test", tmp_path, []))
     assert list(steps)[-2:] == ["docs", "pytest"]  # CI runs `python3 dev.py test`
@@ -176,6 +186,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
+@pytest.mark.subprocess
 def test_the_site_shows_our_docstrings_and_no_test_markers(site: Path) -> None:
     api = (site / "api.html").read_text()
     assert "marks the value static" in api  # jdc.Static's docstring, set at run time
@@ -184,6 +195,7 @@ def test_the_site_shows_our_docstrings_and_no_test_markers(site: Path) -> None:
         assert not re.search(r"<!--\s*(skip:|output|docs-test:)", text), page
 
 
+@pytest.mark.subprocess
 def test_the_offline_check_finds_what_a_browser_would_fetch(tmp_path: Path) -> None:
     remote_fetches = load(ROOT / "docs" / "_build" / "offline_check.py").remote_fetches
     page = tmp_path / "page.html"
@@ -202,6 +214,7 @@ def test_the_offline_check_finds_what_a_browser_would_fetch(tmp_path: Path) -> N
 
 
 @pytest.mark.skipif(not DEV.CHROMIUM.exists(), reason="needs Debian's chromium package")
+@pytest.mark.subprocess
 def test_screenshots_show_rendered_pages(site: Path, tmp_path: Path) -> None:
     """`python3 dev.py screenshots` on the site: every page renders to a picture."""
     shots = tmp_path / "shots"

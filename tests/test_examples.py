@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess  # Every test here starts a Python process.
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

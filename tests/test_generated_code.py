@@ -327,6 +327,7 @@ for obj in (gated, logged, checked):
 """
 
 
+@pytest.mark.subprocess
 def test_cloudpickle_subclasses_defined_in_main(tmp_path: Path) -> None:
     pytest.importorskip("cloudpickle")
     target = tmp_path / "objects.pkl"
@@ -351,6 +352,7 @@ def test_cloudpickle_subclasses_defined_in_main(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.subprocess
 def test_cloudpickle_instances_of_main_classes_load_in_a_fresh_process(tmp_path: Path) -> None:
     pytest.importorskip("cloudpickle")
     target = tmp_path / "objects.pkl"

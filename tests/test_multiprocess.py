@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.subprocess  # Every test here starts a Python process.
+
 WORKER = Path(__file__).resolve().parent / "_multiprocess_worker.py"
 ROOT = WORKER.parent.parent
 GLOO_UNAVAILABLE = 77  # The worker's exit code when this jaxlib has no gloo collectives.

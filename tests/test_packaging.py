@@ -17,6 +17,8 @@ import pytest
 
 import jax_dataclasses as jdc
 
+pytestmark = pytest.mark.subprocess  # Every test here starts a Python process.
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

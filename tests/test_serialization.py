@@ -400,6 +400,7 @@ assert type(restored) is Model and restored.w.tolist() == [0.0, 1.0, 2.0]
 """
 
 
+@pytest.mark.subprocess
 def test_import_jax_dataclasses_does_not_import_flax() -> None:
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import jax_dataclasses"],
@@ -416,10 +417,12 @@ def test_import_jax_dataclasses_does_not_import_flax() -> None:
     assert heavy == []
 
 
+@pytest.mark.subprocess
 def test_flax_imported_before_jax_dataclasses() -> None:
     run_python("from flax import serialization\n" + CLASSES + ROUND_TRIP)
 
 
+@pytest.mark.subprocess
 def test_flax_imported_after_classes_are_defined() -> None:
     run_python(
         CLASSES
@@ -445,6 +448,7 @@ serialization = importlib.reload(serialization)  # Its registry starts empty aga
     )
 
 
+@pytest.mark.subprocess
 def test_everything_works_without_flax() -> None:
     output = run_python(
         """

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from helpers import child_environment
 
+pytestmark = pytest.mark.subprocess  # Every test here starts a Python process.
+
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = Path(__file__).resolve().parent / "_sharding_child.py"
 EXAMPLE = ROOT / "examples" / "data_parallel.py"

@@ -270,6 +270,7 @@ def _case_id(path: Path) -> str:
 
 @pytest.mark.parametrize("checker", CHECKERS)
 @pytest.mark.parametrize("path", case_files(), ids=_case_id)
+@pytest.mark.subprocess
 def test_checker_agrees_with_markers(checker_runs: CheckerRuns, path: Path, checker: str) -> None:
     reason = _unsupported(path)
     if reason is not None:
@@ -291,6 +292,7 @@ def test_checker_agrees_with_markers(checker_runs: CheckerRuns, path: Path, chec
 
 @pytest.mark.parametrize("checker", CHECKERS)
 @pytest.mark.parametrize("path", helper_files(), ids=_case_id)
+@pytest.mark.subprocess
 def test_helper_is_clean(checker_runs: CheckerRuns, path: Path, checker: str) -> None:
     problems = checker_runs.problems(checker, path)
     assert not problems, "\n".join(map(str, problems))
@@ -319,6 +321,7 @@ def test_case_runs(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("checker", CHECKERS)
+@pytest.mark.subprocess
 def test_harness_reports_wrong_expectations(checker_runs: CheckerRuns, checker: str) -> None:
     """The sample's wrong markers, failed assert_type and unmarked error are all reported."""
     problems = checker_runs.problems(checker, checker_runs.selftest)
