@@ -54,14 +54,26 @@ class Layout:
     def functions(self) -> tuple[Callable[..., Any], ...]:
         return (self.flatten, self.flatten_with_keys, self.unflatten)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """A class that cloudpickle copies by value (defined in `__main__`, a notebook or a
+        function) carries its layout as an attribute: unpickling it registers the rebuilt
+        class with these fields. (Pickling by reference never copies class attributes.)"""
+        return (_register_loaded, (self.cls, self.children, self.statics, self.marks))
 
-_LAYOUTS: dict[type, Layout] = {}
+
+LAYOUT_ATTR = "__jdc_layout__"
+"""The class attribute that holds a registered class's `Layout`: its one record."""
+_REGISTERED: list[type] = []
+"""Every registered class, in order, for hooks added later (`on_register`)."""
 _ON_REGISTER: list[Callable[[Layout], None]] = []
 
 
 def layout_of(cls: type) -> Layout | None:
-    """The layout of a registered pytree dataclass (or adopted subclass), else None."""
-    return _LAYOUTS.get(cls)
+    """The layout of a registered pytree dataclass (or adopted subclass), else None. Read from
+    the class's own namespace (a subclass does not inherit it, and the `slots=True` copy that
+    `dataclasses` makes of a class carries the original's, which is not its own)."""
+    layout: Layout | None = cls.__dict__.get(LAYOUT_ATTR)
+    return layout if layout is not None and layout.cls is cls else None
 
 
 def on_register(hook: Callable[[Layout], None]) -> None:
@@ -72,8 +84,10 @@ def on_register(hook: Callable[[Layout], None]) -> None:
     may be passed to it twice, and a class registered again is passed again.
     """
     _ON_REGISTER.append(hook)
-    for layout in list(_LAYOUTS.values()):
-        hook(layout)
+    for cls in list(_REGISTERED):
+        layout = layout_of(cls)
+        if layout is not None:
+            hook(layout)
 
 
 def register(
@@ -97,7 +111,7 @@ def register(
         flatten_with_keys=functions["flatten_with_keys"],
         unflatten=functions["unflatten"],
     )
-    old = _LAYOUTS.get(cls)
+    old = layout_of(cls)
     if old is None:
         try:
             tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
@@ -114,8 +128,9 @@ def register(
         for target, source in zip(old.functions, layout.functions, strict=True):
             _take_code(target, source)
         layout = dataclasses.replace(old, children=children, statics=statics, marks=marks)
-    _LAYOUTS[cls] = layout
-    install(cls, {REGISTRATION_ATTR: _Registration(cls, children, statics, marks)})
+    install(cls, {LAYOUT_ATTR: layout})
+    if old is None:
+        _REGISTERED.append(cls)
     for hook in _ON_REGISTER:
         hook(layout)
 
@@ -176,27 +191,9 @@ def _take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
         target_cell.cell_contents = source_cell.cell_contents
 
 
-REGISTRATION_ATTR = "__jdc_registration__"
-
-
-class _Registration:
-    """Kept on each registered class, so that a class that cloudpickle copies by value (one
-    defined in `__main__`, a notebook or a function) is registered again where it is loaded:
-    unpickling this attribute registers the rebuilt class. (Pickling by reference, the
-    normal case, never copies class attributes.)"""
-
-    __slots__ = ("args",)
-
-    def __init__(self, *args: object) -> None:
-        self.args = args  # `register`'s arguments
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_register_loaded, self.args)
-
-
 def _register_loaded(
     cls: type, children: tuple[str, ...], statics: tuple[str, ...], marks: tuple[str, ...]
-) -> object:
+) -> Layout:
     """A class cloudpickle rebuilds, while it restores the class's attributes."""
     register(cls, children, statics, marks)
-    return cls.__dict__[REGISTRATION_ATTR]
+    return cls.__dict__[LAYOUT_ATTR]  # type: ignore[no-any-return]  # Just installed.
