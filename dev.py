@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Developer and CI entry point for jax_dataclasses. Needs only the standard library.
 
-    python3 dev.py tour             run examples/tour.py
+    python3 dev.py tour             run examples/tour.py in `.venv-tour` (JDC_VENV_TOUR), which
+                                    holds only the package's own dependencies
     python3 dev.py test [ARGS...]   ruff check, ruff format --check, mypy, pyright, the docs
                                     site, then pytest -n 2 ARGS (ARGS: everything after `test`)
+    python3 dev.py test --quick [ARGS...]
+                                    pytest -n 2 ARGS only, without the tests marked
+                                    `subprocess` (docs pages, builds, type checkers, several
+                                    processes or devices): the edit-test loop
     python3 dev.py test --oldest [ARGS...]
                                     pytest -n 2 ARGS in `.venv-oldest`, built from
                                     constraints-oldest.txt: the oldest supported jax, jaxlib,
@@ -14,18 +19,30 @@
                                     any warning fails)
     python3 dev.py screenshots      build the site, then save screenshots of three pages, taken
                                     with headless Chromium (/usr/bin/chromium), to site-screenshots/
+    python3 dev.py bench            benchmarks/bench_core.py: the hot paths against
+                                    register_dataclass, as ratios
+    python3 dev.py bench --check    its short version against benchmarks/recorded.json: fails
+                                    on a ratio that grew by more than max(noise, 10%)
+                                    (benchmarks/check.py); --record rewrites the figures
+    python3 dev.py downstream [PROJECT...] [--lock]
+                                    run published projects' own test suites (upstream's 1.6.3,
+                                    jaxsim) with jax_dataclasses 1.6.3 and with this checkout, and
+                                    fail on a test only 1.6.3 passes that downstream/differences.toml
+                                    does not list (dev_downstream.py; Python 3.11); --lock re-pins
 
-Every command first ensures the virtual environment: it creates `.venv` (or the directory named
-by the JDC_VENV environment variable) with `python3 -m venv` if needed, and runs
+Every other command first ensures the virtual environment: it creates `.venv` (or the directory
+named by the JDC_VENV environment variable) with `python3 -m venv` if needed, and runs
 `pip install -c constraints.txt -e '.[dev]'` whenever the stamp file `<venv>/.jdc-stamp` is
 missing or does not match the current hash of pyproject.toml and constraints.txt. `--oldest`
 does the same for `.venv-oldest` (or JDC_VENV_OLDEST) with constraints-oldest.txt and the
-`test` extra.
+`test` extra, and `tour` for `.venv-tour` with constraints.txt and no extra.
 
 Steps run in order and stop at the first failure; the exit code is that step's exit code.
-CI runs `python3 dev.py test`, then `python3 dev.py test --oldest` (.ci/run; the workflow in
-.github/workflows/ci.yml also runs the tour). The oldest corner runs on Python 3.11: NumPy
-1.24 has no wheels for newer Pythons.
+CI runs `python3 dev.py test`, `python3 dev.py bench --check`, `python3 dev.py downstream`,
+then `python3 dev.py test --oldest` (.ci/run; the workflow in .github/workflows/ci.yml also
+runs the tour). The oldest
+corner runs on Python 3.11: NumPy 1.24 has no wheels for newer Pythons. `downstream` keeps its
+venvs in `.downstream/`, stamped the same way (pyproject.toml and `downstream/<project>.txt`).
 """
 
 from __future__ import annotations
@@ -35,6 +52,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -59,6 +77,8 @@ class Corner(NamedTuple):
 
 NEWEST = Corner(".venv", "JDC_VENV", "constraints.txt", "dev")
 OLDEST_CORNER = Corner(".venv-oldest", "JDC_VENV_OLDEST", "constraints-oldest.txt", "test")
+TOUR = Corner(".venv-tour", "JDC_VENV_TOUR", "constraints.txt", "")  # The base dependencies.
+QUICK = "--quick"
 
 
 def log(message: str) -> None:
@@ -88,9 +108,10 @@ def venv_env(venv: Path) -> dict[str, str]:
     return env
 
 
-def stamp_digest(corner: Corner) -> str:
-    digest = hashlib.sha256()
-    for name in corner.stamp_inputs():
+def stamp_digest(inputs: Sequence[str], salt: str = "") -> str:
+    """The hash of the files `inputs` (relative to ROOT) and `salt`: all an install depends on."""
+    digest = hashlib.sha256(salt.encode() + b"\0" if salt else b"")  # Corners' stamps predate salt.
+    for name in inputs:
         digest.update(name.encode() + b"\0")
         digest.update((ROOT / name).read_bytes())
         digest.update(b"\0")
@@ -102,9 +123,15 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> int:
     return subprocess.call(cmd, cwd=ROOT, env=env)
 
 
-def ensure_venv(corner: Corner) -> Path:
-    """Create the venv if missing and (re)install the project if the stamp is stale."""
-    venv = venv_dir(corner)
+def ensure_venv(
+    venv: Path, inputs: Sequence[str], installs: Sequence[Sequence[str]], salt: str = ""
+) -> Path:
+    """Create `venv` if missing, then run `pip install ARGS` (from ROOT) for each ARGS of
+    `installs`, unless the stamp `<venv>/.jdc-stamp` matches `stamp_digest(inputs, salt)`: a
+    repeated run skips the install until one of the inputs changes.
+
+    Shared by the corners (`.venv`, `.venv-oldest`) and `python3 dev.py downstream`'s venvs.
+    """
     python = venv_exe(venv, "python")
     if not python.exists():
         log(f"creating virtual environment {venv}")
@@ -114,25 +141,28 @@ def ensure_venv(corner: Corner) -> Path:
             )
 
     stamp = venv / STAMP_NAME
-    digest = stamp_digest(corner)
+    digest = stamp_digest(inputs, salt)
     current = stamp.read_text().strip() if stamp.exists() else None
     if current == digest:
         log(f"virtual environment {venv} is up to date")
         return venv
 
-    reason = (
-        "no install stamp" if current is None else f"{' or '.join(corner.stamp_inputs())} changed"
-    )
-    log(f"installing the project into {venv} ({reason})")
+    reason = "no install stamp" if current is None else f"{' or '.join(inputs)} changed"
+    log(f"installing into {venv} ({reason})")
     quiet_ci = ["--progress-bar=off"] if os.environ.get("CI") else []
-    install = [str(python), "-m", "pip", "install", *quiet_ci]
-    install += ["-c", corner.constraints, "-e", f".[{corner.extra}]"]
-    code = run(install, env=venv_env(venv))
-    if code != 0:
-        log("FAILED: pip install")
-        sys.exit(code)
+    for args in installs:
+        code = run([str(python), "-m", "pip", "install", *quiet_ci, *args], env=venv_env(venv))
+        if code != 0:
+            log("FAILED: pip install")
+            sys.exit(code)
     stamp.write_text(digest + "\n")
     return venv
+
+
+def ensure_corner(corner: Corner) -> Path:
+    """The corner's venv, with the project installed (editable) under the corner's pins."""
+    install = ["-c", corner.constraints, "-e", f".[{corner.extra}]" if corner.extra else "."]
+    return ensure_venv(venv_dir(corner), corner.stamp_inputs(), [install])
 
 
 def steps_for(command: str, venv: Path, pytest_args: list[str]) -> list[tuple[str, list[str]]]:
@@ -142,6 +172,12 @@ def steps_for(command: str, venv: Path, pytest_args: list[str]) -> list[tuple[st
     pytest = ("pytest", [tool("pytest"), "-n", "2", *pytest_args])
     if command == "test-oldest":  # The suite only: lint and type-checking need no old jax.
         return [pytest]
+    if command == "test-quick":  # The edit-test loop: no tests that start a Python process.
+        return [("pytest", [tool("pytest"), "-n", "2", "-m", "not subprocess", *pytest_args])]
+    if command == "bench":
+        return [("bench_core", [tool("python"), "benchmarks/bench_core.py", *pytest_args])]
+    if command == "bench-check":
+        return [("bench --check", [tool("python"), "benchmarks/check.py", *pytest_args])]
 
     lint = [
         ("ruff check", [tool("ruff"), "check", "."]),
@@ -255,16 +291,34 @@ def main(argv: list[str]) -> int:
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("tour", help="run examples/tour.py")
+    commands.add_parser("tour", help="run examples/tour.py (its own venv: base dependencies)")
     commands.add_parser(
         "test",
         help="lint, type-check, then pytest -n 2 ARGS (all arguments after `test`); "
-        f"`test {OLDEST} ARGS`: pytest with the oldest supported versions",
+        f"`test {OLDEST} ARGS`: pytest with the oldest supported versions; "
+        f"`test {QUICK} ARGS`: pytest without the tests that start a process",
     )
     commands.add_parser("lint", help="ruff check, ruff format --check")
     commands.add_parser("typecheck", help="mypy, pyright")
     commands.add_parser("docs", help="build the documentation site into site/ (strict)")
     commands.add_parser("screenshots", help="build the site and screenshot three pages")
+    bench = commands.add_parser(
+        "bench", help="the core benchmarks against register_dataclass (benchmarks/bench_core.py)"
+    )
+    bench.add_argument(
+        "--check", action="store_true", help="short version, against benchmarks/recorded.json"
+    )
+    bench.add_argument(
+        "--record", action="store_true", help="write benchmarks/recorded.json from a short run"
+    )
+    downstream = commands.add_parser(
+        "downstream",
+        help="run published projects' tests with jax_dataclasses 1.6.3 and with this checkout",
+    )
+    downstream.add_argument("projects", nargs="*", metavar="PROJECT", help="default: all")
+    downstream.add_argument(
+        "--lock", action="store_true", help="re-pin the projects' environments instead"
+    )
     # Everything after `test` goes to pytest verbatim (argparse would reject `-k expr`).
     pytest_args: list[str] = []
     if argv[:1] == ["test"]:
@@ -276,7 +330,18 @@ def main(argv: list[str]) -> int:
         log(f"Python >= {wanted} is required, this is {sys.version.split()[0]}")
         return 1
 
+    if args.command == "downstream":
+        import dev_downstream  # Next to dev.py; only this command needs it.
+
+        return dev_downstream.main(args.projects, ensure_venv, relock=args.lock)
+
     command, corner = args.command, NEWEST
+    if command == "tour":
+        corner = TOUR
+    if command == "test" and pytest_args[:1] == [QUICK]:
+        command, pytest_args = "test-quick", pytest_args[1:]
+    if command == "bench" and (args.check or args.record):
+        command, pytest_args = "bench-check", ["--record"] if args.record else []
     if command == "test" and pytest_args[:1] == [OLDEST]:
         command, corner, pytest_args = "test-oldest", OLDEST_CORNER, pytest_args[1:]
         if sys.version_info[:2] != OLDEST_PYTHON:
@@ -285,7 +350,7 @@ def main(argv: list[str]) -> int:
                 f"the oldest corner runs on Python {wanted} (its pins have no wheels for newer ones)"
             )
             return 1
-    venv = ensure_venv(corner)
+    venv = ensure_corner(corner)
     if command == "screenshots":
         code = run_steps(steps_for("docs", venv, []), venv)
         return code or take_screenshots(ROOT / "site", ROOT / "site-screenshots")

@@ -1,8 +1,9 @@
-"""Keep CI, the README, .ci/run, dev.py and pyproject.toml in agreement.
+"""Keep CI, the README, .ci/run, dev.py, downstream/ and pyproject.toml in agreement.
 
 These tests read the files as data and never import jax_dataclasses.
 """
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -19,7 +20,21 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 README_COMMANDS = {"python3 dev.py test", "python3 dev.py tour"}
 OLDEST_COMMAND = "python3 dev.py test --oldest"
+DOWNSTREAM_COMMAND = "python3 dev.py downstream"  # CI only: CONTRIBUTING.md says when to run it.
+BENCH_CHECK_COMMAND = "python3 dev.py bench --check"  # .ci/run only: ratios need one machine.
 CLASSIFIER = re.compile(r"^Programming Language :: Python :: (3\.\d+)$")
+
+
+def load_module(path: Path) -> Any:
+    """Import a file that is not on the path (dev_downstream.py, next to dev.py)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+DOWNSTREAM = load_module(ROOT / "dev_downstream.py")
 
 
 def load_pyproject() -> dict[str, Any]:
@@ -121,7 +136,7 @@ def test_workflow_commands_are_the_readme_commands() -> None:
     readme = readme_development_commands()
     assert readme == README_COMMANDS
     workflow = {cmd for job in all_jobs().values() for cmd in run_commands(job)}
-    assert workflow == readme | {OLDEST_COMMAND}
+    assert workflow == readme | {OLDEST_COMMAND, DOWNSTREAM_COMMAND}
 
 
 def test_the_oldest_corner_runs_on_the_oldest_python() -> None:
@@ -147,7 +162,27 @@ def test_ci_run_script_runs_dev_py_test() -> None:
     assert "set -euo pipefail" in lines
     commands = [line for line in lines if line and not line.startswith("#")]
     assert "python3 dev.py test" in commands  # the README's command first
+    assert commands.index(DOWNSTREAM_COMMAND) > commands.index("python3 dev.py test")
+    assert commands.index(BENCH_CHECK_COMMAND) > commands.index("python3 dev.py test")
     assert commands[-1] == f"exec {OLDEST_COMMAND}"
+
+
+def test_downstream_runs_once_on_the_python_its_pins_were_resolved_on() -> None:
+    jobs = [job for job in all_jobs().values() if DOWNSTREAM_COMMAND in run_commands(job)]
+    assert len(jobs) == 1
+    setup = next(s for s in jobs[0]["steps"] if "setup-python" in str(s.get("uses", "")))
+    version = setup["with"]["python-version"]
+    assert tuple(map(int, version.split("."))) == DOWNSTREAM.PYTHON
+    for project in DOWNSTREAM.PROJECTS:
+        pins = ROOT / "downstream" / f"{project.name}.txt"
+        assert f"(Python {version})" in pins.read_text().splitlines()[0], pins.name
+
+
+def test_downstream_lists_name_known_projects_and_existing_docs_sections() -> None:
+    """Each listed difference points at a docs section that exists (the docs may move)."""
+    differences, deselections, problems = DOWNSTREAM.load_lists()
+    assert problems == []
+    assert differences and deselections
 
 
 def test_dev_py_offers_the_documented_commands() -> None:
@@ -159,8 +194,13 @@ def test_dev_py_offers_the_documented_commands() -> None:
         check=True,
     )
     listed = set(re.findall(r"^ {4}(\w+)\b", result.stdout, re.MULTILINE))
-    for command in README_COMMANDS:
-        assert command.split()[-1] in listed, f"`{command}` is not a dev.py subcommand"
+    for command in README_COMMANDS | {DOWNSTREAM_COMMAND, BENCH_CHECK_COMMAND}:
+        assert command.split()[2] in listed, f"`{command}` is not a dev.py subcommand"
+    # The subprocess marker that `test --quick` leaves out is declared.
+    assert any(
+        m.startswith("subprocess:")
+        for m in load_pyproject()["tool"]["pytest"]["ini_options"]["markers"]
+    )
 
 
 def test_dev_extra_contains_the_test_and_docs_extras() -> None:
