@@ -43,6 +43,13 @@ def _has_default(f: dataclasses.Field[Any]) -> bool:
 def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     """Fields and InitVars that `__init__` takes, in the order `dataclasses` uses."""
     all_fields: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
+    for f in all_fields.values():
+        if is_initvar(f) and not f.init:  # `dataclasses` would generate an `__init__` that fails.
+            raise TypeError(
+                f"InitVar {f.name!r} of {cls.__qualname__} has init=False, but an InitVar is "
+                "only an __init__ parameter. Remove init=False (a field(init=False) inherited "
+                "as the class attribute of that name counts too), or make it a field."
+            )
     params = [
         f for f in all_fields.values() if f.init and (f in dataclasses.fields(cls) or is_initvar(f))
     ]

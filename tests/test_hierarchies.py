@@ -379,3 +379,17 @@ def test_an_inherited_jax_array_default_is_a_default_of_a_redeclared_field() -> 
         x: jax.Array  # no default of its own: the inherited class attribute is one
 
     assert Child().x is Parent().x
+
+
+def test_an_initvar_with_init_false_is_refused_naming_it() -> None:
+    class Base:
+        c = dataclasses.field(default=1, init=False)  # read as the default of `c` below
+
+    with pytest.raises(TypeError, match=r"InitVar 'c' of \S*Derived has init=False"):
+
+        @jdc.pytree_dataclass
+        class Derived(Base):
+            c: dataclasses.InitVar[int]
+
+            def __post_init__(self, c: int) -> None:
+                pass
