@@ -17,6 +17,8 @@ from typing import Annotated, Any, TypeVar, cast
 
 import typing_extensions
 
+from jax_dataclasses._modules import module_globals
+
 T = TypeVar("T")
 
 
@@ -233,8 +235,7 @@ def defining_scope(
             break
         frame = frame.f_back
     if globalns is None:
-        loaded = sys.modules.get(module)
-        globalns = vars(loaded) if loaded else {}
+        globalns = module_globals(module)
     if not functions <= found.keys():
         return globalns, None
     return globalns, ChainMap(*(found[scope] for scope in scopes if scope in found))

@@ -14,9 +14,10 @@ so tracebacks and `inspect` show the generated lines.
 from __future__ import annotations
 
 import linecache
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+from jax_dataclasses._modules import module_globals
 
 FILENAME_PREFIX = "<jax_dataclasses generated "
 """Start of the file name of every generated function (`_user_warning` skips those frames)."""
@@ -52,9 +53,8 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
     lines.append(f"  return ({''.join(f'{source.name}, ' for source in sources)})")
     text = "\n".join(lines) + "\n"
     filename = f"{FILENAME_PREFIX}{cls.__module__}.{cls.__qualname__} at {id(cls):#x}>"
-    module = sys.modules.get(cls.__module__)
     namespace: dict[str, Any] = {}
-    exec(compile(text, filename, "exec"), vars(module) if module else {}, namespace)
+    exec(compile(text, filename, "exec"), module_globals(cls.__module__), namespace)
     functions: tuple[Callable[..., Any], ...] = namespace["__jdc_create__"](**helpers)
     for source, function in zip(sources, functions, strict=True):
         function.__module__ = cls.__module__

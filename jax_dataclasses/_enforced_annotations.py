@@ -16,13 +16,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import sys
 import typing
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
+from jax_dataclasses._modules import module_globals
 from jax_dataclasses._registry import layout_of
 from jax_dataclasses._user_warning import warn_at_user
 from jax_dataclasses._validate import PYTHON_SCALARS
@@ -145,8 +145,7 @@ def _field_metadata(cls: type, name: str) -> tuple[object, ...]:
     annotation: object = inspect.get_annotations(base)[name]
     if isinstance(annotation, str):
         source = annotation
-        module = sys.modules.get(base.__module__)
-        localns: dict[str, Any] = {} if module is None else vars(module)
+        localns = module_globals(base.__module__)
         globalns = dict(vars(base))
         try:
             annotation = eval(source, globalns, localns)
