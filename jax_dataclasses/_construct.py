@@ -211,7 +211,7 @@ def run_post_init(obj: object, derived: tuple[str, ...], *initvars: object) -> N
     """`obj.__post_init__(*initvars)`, with the permission an own `__init__` has: it may assign
     fields (`self.x = ...`), not other attributes. Then check the fields, and warn about the
     `init=False` fields (`derived`) it set."""
-    before = [getattr(obj, name, _UNSET) for name in derived]
+    before = [getattr(obj, name, _UNSET) for name in derived] if derived else None
     started = begin_construction(obj)
     if started is None:  # An own `__init__` further out grants, and checks when it returns.
         obj.__post_init__(*initvars)  # type: ignore[attr-defined]  # Only called when defined.
@@ -221,9 +221,10 @@ def run_post_init(obj: object, derived: tuple[str, ...], *initvars: object) -> N
         finally:
             end_construction(started)
         check_fields(obj)
-    for name, old in zip(derived, before, strict=True):
-        if getattr(obj, name, _UNSET) is not old:
-            _warn_derived(type(obj), name)
+    if before is not None:  # Most classes have no init=False field: nothing to compare.
+        for name, old in zip(derived, before, strict=True):
+            if getattr(obj, name, _UNSET) is not old:
+                _warn_derived(type(obj), name)
 
 
 def _warn_derived(cls: type, name: str) -> None:

@@ -79,18 +79,20 @@ def copy_and_mutate(obj: T, validate: bool = True) -> AbstractContextManager[T]:
         >>> arms[1]
         Arm(angles=f32[2](0.0, 0.0), name='arm')
     """
-    return _BlockManager(_open_block(obj, validate))
+    return _BlockManager(_open_block(obj, validate), type(obj))
 
 
 class _BlockManager(AbstractContextManager[T]):
     """What `copy_and_mutate` returns: the block's context manager, which refuses to stand in
     for the copy (`cm = copy_and_mutate(obj); cm.w = ...` would otherwise do nothing)."""
 
-    __slots__ = ("_manager",)
+    __slots__ = ("_manager", "_of")
     _manager: AbstractContextManager[T]
+    _of: type
 
-    def __init__(self, manager: AbstractContextManager[T]) -> None:
+    def __init__(self, manager: AbstractContextManager[T], of: type) -> None:
         object.__setattr__(self, "_manager", manager)
+        object.__setattr__(self, "_of", of)  # The copied object's class, for the messages.
 
     def __enter__(self) -> T:
         return self._manager.__enter__()
@@ -99,14 +101,15 @@ class _BlockManager(AbstractContextManager[T]):
         return self._manager.__exit__(*exc_info)
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(_NOT_THE_COPY.format(verb="assign to", name=name))
+        raise AttributeError(_NOT_THE_COPY.format(verb="assign to", name=name, of=self._of))
 
     def __getattr__(self, name: str) -> Any:  # Only names the manager does not have.
-        raise AttributeError(_NOT_THE_COPY.format(verb="read", name=name))
+        raise AttributeError(_NOT_THE_COPY.format(verb="read", name=name, of=self._of))
 
 
 _NOT_THE_COPY = (
-    "cannot {verb} {name!r}: jdc.copy_and_mutate(obj) returns a context manager, not the copy. "
+    "cannot {verb} {name!r}: jdc.copy_and_mutate(obj) returns a context manager, not the copy "
+    "of the {of.__qualname__}. "
     "Write `with jdc.copy_and_mutate(obj) as copy:` and {verb} `copy.{name}` inside the block."
 )
 

@@ -3,19 +3,16 @@ fails when it grew by more than max(its control's noise, 10%). No timing is meas
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
+
+from load_file import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_check() -> Any:
-    spec = importlib.util.spec_from_file_location("check", ROOT / "benchmarks" / "check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "benchmarks" / "check.py")
 
 
 def figures(ratio: float, control: float = 1.0) -> dict[str, Any]:

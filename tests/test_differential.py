@@ -32,7 +32,6 @@ import itertools
 import os
 import pickle
 import re
-import unicodedata
 import warnings
 import weakref
 from collections.abc import Callable
@@ -59,6 +58,7 @@ from differential_strategies import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from load_file import load_file
 
 _EXAMPLES = int(os.environ.get("JDC_DIFFERENTIAL_EXAMPLES", "0"))
 ORACLE = settings(
@@ -1004,31 +1004,9 @@ def test_regressions(hierarchy: Hierarchy) -> None:
 # -- the table itself ----------------------------------------------------------------------
 
 
-def slugify(heading: str) -> str:
-    """The anchor mkdocs gives a heading (Python-Markdown's toc `slugify`, after rendering
-    inline code and links to their text)."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "")
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
-    return re.sub(r"[-\s]+", "-", text)
-
-
 def anchors(page: Path) -> set[str]:
-    found: set[str] = set()
-    fence = None
-    for line in page.read_text().splitlines():
-        opener = re.match(r"\s*(`{3,}|~{3,})", line)
-        if opener and (fence is None or opener.group(1).startswith(fence)):
-            fence = None if fence else opener.group(1)
-            continue
-        heading = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if fence is None and heading:
-            slug = slugify(heading.group(1))
-            candidate, count = slug, 0
-            while candidate in found:
-                count += 1
-                candidate = f"{slug}_{count}"
-            found.add(candidate)
+    """The anchors mkdocs gives the page's headings (as `python3 dev.py downstream` checks)."""
+    found: set[str] = load_file(DOCS.parent / "dev_downstream.py").anchors(page)
     return found
 
 

@@ -4,13 +4,11 @@ covers every public name. (The site itself is built by `python3 dev.py docs`, st
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import inspect
 import pydoc
 import re
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import jax
@@ -18,6 +16,7 @@ import jax.numpy as jnp
 import pytest
 from doc_blocks import RUNNABLE, blocks, page_options
 from helpers import child_environment
+from load_file import load_file
 from packaging.version import Version
 
 import jax_dataclasses as jdc
@@ -156,16 +155,7 @@ def test_help_of_static_shows_our_docstring() -> None:
     assert "marks the value static" in text
 
 
-def load(path: Path) -> types.ModuleType:
-    """Import a file that is not on the path (dev.py, the mkdocs hooks)."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-DEV = load(ROOT / "dev.py")
+DEV = load_file(ROOT / "dev.py")
 
 
 @pytest.mark.subprocess
@@ -173,17 +163,6 @@ def test_the_test_command_builds_the_site_strictly(tmp_path: Path) -> None:
     steps = dict(DEV.steps_for("test", tmp_path, []))
     assert list(steps)[-2:] == ["docs", "pytest"]  # CI runs `python3 dev.py test`
     assert steps["docs"][1:3] == ["build", "--strict"]
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The documentation site, built here as `python3 dev.py docs` builds it (strict)."""
-    if importlib.util.find_spec("mkdocs") is None:
-        pytest.skip("needs the docs extra")
-    site = tmp_path_factory.mktemp("docs") / "site"
-    build = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(site)]
-    subprocess.run(build, cwd=ROOT, check=True, capture_output=True)
-    return site
 
 
 @pytest.mark.subprocess
@@ -197,7 +176,7 @@ def test_the_site_shows_our_docstrings_and_no_test_markers(site: Path) -> None:
 
 @pytest.mark.subprocess
 def test_the_offline_check_finds_what_a_browser_would_fetch(tmp_path: Path) -> None:
-    remote_fetches = load(ROOT / "docs" / "_build" / "offline_check.py").remote_fetches
+    remote_fetches = load_file(ROOT / "docs" / "_build" / "offline_check.py").remote_fetches
     page = tmp_path / "page.html"
     page.write_text(
         '<a href="https://example.org">a link</a><link rel="canonical" href="https://x.org/">'

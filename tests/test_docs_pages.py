@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import html
-import importlib.util
 import re
 import subprocess
 import sys
@@ -95,13 +94,8 @@ def test_equinox_layers_hold_the_leaves_the_migration_page_says() -> None:
 
 
 @pytest.fixture(scope="module")
-def api_page(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The HTML of the API reference, built as `python3 dev.py docs` builds the site."""
-    if importlib.util.find_spec("mkdocs") is None:
-        pytest.skip("needs the docs extra")
-    site = tmp_path_factory.mktemp("docs") / "site"
-    build = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(site)]
-    subprocess.run(build, cwd=ROOT, check=True, capture_output=True)
+def api_page(site: Path) -> str:
+    """The HTML of the API reference (`site`: tests/conftest.py)."""
     return (site / "api.html").read_text()
 
 

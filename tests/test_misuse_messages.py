@@ -24,7 +24,10 @@ class Weights:
 
 def test_a_block_without_with_is_refused() -> None:
     manager = jdc.copy_and_mutate(Weights(jnp.ones(2)))
-    with pytest.raises(AttributeError, match=r"cannot assign to 'w': .*returns a context manager"):
+    with pytest.raises(
+        AttributeError,
+        match=r"cannot assign to 'w': .*returns a context manager, not the copy of the Weights",
+    ):
         manager.w = jnp.zeros(2)  # type: ignore[attr-defined]
     with pytest.raises(AttributeError, match=r"`with jdc.copy_and_mutate\(obj\) as copy:`"):
         manager.w  # type: ignore[attr-defined]  # noqa: B018

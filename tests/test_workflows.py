@@ -3,7 +3,6 @@
 These tests read the files as data and never import jax_dataclasses.
 """
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from load_file import load_file
 from packaging.specifiers import SpecifierSet  # installed with pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,16 +25,7 @@ BENCH_CHECK_COMMAND = "python3 dev.py bench --check"  # .ci/run only: ratios nee
 CLASSIFIER = re.compile(r"^Programming Language :: Python :: (3\.\d+)$")
 
 
-def load_module(path: Path) -> Any:
-    """Import a file that is not on the path (dev_downstream.py, next to dev.py)."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-DOWNSTREAM = load_module(ROOT / "dev_downstream.py")
+DOWNSTREAM = load_file(ROOT / "dev_downstream.py")
 
 
 def load_pyproject() -> dict[str, Any]:
@@ -225,3 +216,10 @@ def test_every_development_dependency_is_pinned() -> None:
     wanted = {requirement_name(r) for extra in extras.values() for r in extra}
     wanted.discard("jax-dataclasses")
     assert wanted - pinned == set(), "constraints.txt does not pin these"
+
+
+def test_the_quick_loop_and_the_tour_take_what_they_need() -> None:
+    dev = load_file(ROOT / "dev.py")
+    ((name, command),) = dev.steps_for("test-quick", ROOT / ".venv", ["-x"])
+    assert name == "pytest" and command[-3:] == ["-m", "not subprocess", "-x"]
+    assert dev.TOUR.extra == "" and dev.TOUR.name != dev.NEWEST.name  # base dependencies only

@@ -1,0 +1,17 @@
+"""`load_file`: import a Python file that is not on the path (dev.py, dev_downstream.py,
+benchmarks/check.py, the mkdocs hooks), for the tests that check them. Imports nothing else,
+so tests that read files as data stay free of jax and jax_dataclasses."""
+
+from __future__ import annotations
+
+import importlib.util
+import types
+from pathlib import Path
+
+
+def load_file(path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None  # A test helper: a file we ship.
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
