@@ -8,12 +8,16 @@ decides, so `Static[Later]` works while `Later` is still undefined; `Static` any
 from __future__ import annotations
 
 import ast
+import builtins
+import contextlib
+import inspect
 import sys
+import threading
 import typing
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
-from typing import Annotated, Any, TypeVar, cast
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import typing_extensions
 
@@ -127,7 +131,11 @@ def _is_static_object(obj: object) -> bool:
     return origin is not None and origin is not obj and _is_static_object(origin)
 
 
-def _lookup(node: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) -> object:
+Namespaces = tuple[Mapping[str, Any], ...]
+_LITERAL_ORIGINS: tuple[object, ...] = (Literal, typing_extensions.Literal)
+
+
+def _lookup(node: ast.expr, namespaces: Namespaces) -> object:
     """Resolve a dotted name (`Static`, `jdc.Static`) without running code; else _UNDECIDED."""
     if isinstance(node, ast.Name):
         for namespace in namespaces:
@@ -142,22 +150,76 @@ def _lookup(node: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) -> object
     return _UNDECIDED
 
 
-def _mentions_static_in_source(tree: ast.AST, namespaces: tuple[Mapping[str, Any], ...]) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name | ast.Attribute):
-            if _is_static_object(_lookup(node, namespaces)):
-                return True
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            try:
-                inner = ast.parse(node.value, mode="eval")
-            except SyntaxError:
+def _spelled(node: ast.expr, name: str) -> bool:
+    return (isinstance(node, ast.Name) and node.id == name) or (
+        isinstance(node, ast.Attribute) and node.attr == name
+    )
+
+
+def _type_parts(tree: ast.AST, namespaces: Namespaces) -> Iterator[ast.AST]:
+    """The nodes of an annotation's source that are types, strings among them parsed as code:
+    not the values of `Literal[...]`, nor the metadata of `Annotated[T, ...]`."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            with contextlib.suppress(SyntaxError):  # Not code: a string like any other.
+                stack.append(ast.parse(node.value, mode="eval").body)
+            continue
+        if isinstance(node, ast.Subscript):
+            head = _lookup(node.value, namespaces)
+            if head in _LITERAL_ORIGINS or _spelled(node.value, "Literal"):
+                yield node.value
                 continue
-            if _mentions_static_in_source(inner, namespaces):
-                return True
-    return False
+            if head in _ANNOTATED_ORIGINS or _spelled(node.value, "Annotated"):
+                items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                stack.extend((node.value, items[0]))
+                continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
-def _decide_source(expr: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) -> object:
+def _scan_source(tree: ast.AST, namespaces: Namespaces) -> tuple[bool, bool]:
+    """(whether a type in the source is Static, whether a name in it is not defined yet)."""
+    mentions = unresolved = False
+    for node in _type_parts(tree, namespaces):
+        if isinstance(node, ast.Name | ast.Attribute):
+            found = _lookup(node, namespaces)
+            mentions = mentions or _is_static_object(found)
+            unresolved = unresolved or (isinstance(node, ast.Name) and found is _UNDECIDED)
+    return mentions, unresolved
+
+
+def _scan_object(annotation: object, namespaces: Namespaces) -> tuple[bool, bool]:
+    """`_scan_source` for an evaluated annotation, which may hold strings and `ForwardRef`s
+    (Python 3.14 keeps the names it cannot resolve yet as `ForwardRef`s inside real objects)."""
+    if isinstance(annotation, typing.ForwardRef):
+        namespaces = _with_extra_names(annotation, namespaces)
+        annotation = annotation.__forward_arg__
+    if isinstance(annotation, str):
+        try:
+            return _scan_source(ast.parse(annotation, mode="eval"), namespaces)
+        except SyntaxError:
+            return False, False
+    if _is_static_object(annotation):
+        return True, False
+    value = _unalias(annotation)
+    if value is not annotation and value is not _UNEVALUATED_ALIAS:
+        return _scan_object(value, namespaces)
+    origin = typing.get_origin(annotation)
+    if origin in _LITERAL_ORIGINS:
+        return False, False
+    args: tuple[object, ...] = typing.get_args(annotation)
+    if origin in _ANNOTATED_ORIGINS:
+        args = args[:1]
+    mentions = unresolved = False
+    for arg in args:
+        arg_mentions, arg_unresolved = _scan_object(arg, namespaces)
+        mentions, unresolved = mentions or arg_mentions, unresolved or arg_unresolved
+    return mentions, unresolved
+
+
+def _decide_source(expr: ast.expr, namespaces: Namespaces) -> object:
     """True/False if the outermost part of `expr` is (not) Static, else _UNDECIDED."""
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
         try:
@@ -180,20 +242,36 @@ def _decide_source(expr: ast.expr, namespaces: tuple[Mapping[str, Any], ...]) ->
     return False
 
 
-def _mentions_static_object(annotation: object, namespaces: tuple[Mapping[str, Any], ...]) -> bool:
-    if isinstance(annotation, str):
-        try:
-            return _mentions_static_in_source(ast.parse(annotation, mode="eval"), namespaces)
-        except SyntaxError:
-            return False
-    if isinstance(annotation, typing.ForwardRef):
-        return _mentions_static_object(annotation.__forward_arg__, namespaces)
-    if _is_static_object(annotation):
-        return True
-    value = _unalias(annotation)
-    if value is not annotation and value is not _UNEVALUATED_ALIAS:
-        return _mentions_static_object(value, namespaces)
-    return any(_mentions_static_object(arg, namespaces) for arg in typing.get_args(annotation))
+def _with_extra_names(ref: typing.ForwardRef, namespaces: Namespaces) -> Namespaces:
+    """Python 3.14 writes the parts of an annotation it could evaluate as placeholder names
+    in a `ForwardRef`'s text, and keeps their objects in `__extra_names__`."""
+    extra: Mapping[str, Any] | None = getattr(ref, "__extra_names__", None)
+    return (extra, *namespaces) if extra else namespaces
+
+
+if sys.version_info >= (3, 14):
+    from annotationlib import Format, get_annotations
+
+    def class_annotations(cls: type) -> dict[str, object]:
+        """The annotations the body of `cls` declares, as `dataclasses` reads them: evaluated
+        where possible, a `ForwardRef` (or one inside a real object) for a name not defined
+        yet (Python 3.14 evaluates annotations lazily, PEP 649)."""
+        return get_annotations(cls, format=Format.FORWARDREF)
+
+    def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
+        """`inspect.signature(fn)`, its annotations read as `class_annotations` reads them."""
+        return inspect.signature(fn, annotation_format=Format.FORWARDREF)
+
+else:
+
+    def class_annotations(cls: type) -> dict[str, object]:
+        """The annotations the body of `cls` declares, as `dataclasses` reads them (strings
+        under `from __future__ import annotations`)."""
+        return inspect.get_annotations(cls)
+
+    def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
+        """`inspect.signature(fn)`: annotations as they were evaluated (or strings)."""
+        return inspect.signature(fn)
 
 
 def defining_scope(
@@ -241,22 +319,33 @@ def defining_scope(
     return globalns, ChainMap(*(found[scope] for scope in scopes if scope in found))
 
 
-def is_static_annotation(
+def static_decision(
     annotation: object,
     where: str,
     globalns: Mapping[str, Any],
     localns: Mapping[str, Any] | None,
-) -> bool:
-    """Whether `annotation` is `Static[...]` at its outermost level.
+    classns: Mapping[str, Any] | None = None,
+) -> bool | None:
+    """Whether `annotation` is `Static[...]` at its outermost level; None while it names
+    something not defined yet, which could still make it Static (or nest a Static): the
+    caller decides again later (`PendingStatic`).
 
-    `where` names the field or parameter for error messages ("field 'x' of class Model");
-    `localns` holds the names of the enclosing scopes (`defining_scope`), None if they
-    cannot be known. Raises `StaticAnnotationError` when `Static` appears nested, when the
-    annotation mentions `Static` but its outermost part cannot be resolved yet, or when its
-    outermost name is not a global and the enclosing function's names cannot be known.
+    `where` names the field or parameter for error messages ("field 'x' of class Model").
+    Names resolve as in `typing.get_type_hints`: in `classns` (the class body's namespace),
+    then `localns` (the enclosing scopes, `defining_scope`; None if they cannot be known),
+    `globalns`, the builtins. Raises `StaticAnnotationError` when `Static` appears nested,
+    when the annotation spells `Static` but its outermost part cannot be resolved, or when
+    its outermost name is not a global and the enclosing function's names cannot be known.
     """
-    namespaces = (localns or {}, globalns, vars(typing))
+    namespaces: Namespaces = (
+        *((classns,) if classns is not None else ()),
+        localns or {},
+        globalns,
+        vars(builtins),
+        vars(typing),
+    )
     if isinstance(annotation, typing.ForwardRef):
+        namespaces = _with_extra_names(annotation, namespaces)
         annotation = annotation.__forward_arg__
     if isinstance(annotation, str):
         try:
@@ -264,15 +353,15 @@ def is_static_annotation(
         except SyntaxError:
             return False  # Not ours to judge; dataclasses and checkers report it.
         decision = _decide_source(expr, namespaces)
-        args_mention = decision is not True and _mentions_static_in_source(expr, namespaces)
-        if decision is _UNDECIDED and not args_mention:
+        mentions, unresolved = _scan_source(expr, namespaces)
+        if decision is _UNDECIDED and not mentions:
             # Nothing resolves (say, the module alias is unknown here): go by the spelling.
-            args_mention = _spells_static(expr)
+            mentions = _spells_static(expr)
     else:
         decision = _is_static_object(annotation) or (
             _UNEVALUATED_ALIAS if _unalias(annotation) is _UNEVALUATED_ALIAS else False
         )
-        args_mention = decision is False and _mentions_static_object(annotation, namespaces)
+        mentions, unresolved = _scan_object(annotation, namespaces)
     if decision is True:
         return True
     if decision is _UNDECIDED and localns is None:
@@ -289,8 +378,8 @@ def is_static_annotation(
             "function is created. Define the alias after the names it uses, or write the "
             "annotation out (Static[...] around the whole type if it is static)."
         )
-    if args_mention:
-        shown = annotation if isinstance(annotation, str) else _show(annotation)
+    if mentions:
+        shown = _show(annotation)
         if decision is _UNDECIDED:
             problem = (
                 f"cannot tell whether the annotation {shown} of {where} is Static: its "
@@ -302,16 +391,61 @@ def is_static_annotation(
             f"{problem}. Write Static[...] around the whole type, for example "
             "Static[Optional[int]] instead of Optional[Static[int]]."
         )
-    return False
+    return None if decision is _UNDECIDED or unresolved else False
+
+
+class PendingStatic:
+    """A field or parameter whose annotation named something not defined when it was read.
+
+    `settle()` reads the annotation again, as late as it can matter (the first construction,
+    flatten or call): if the name now makes it Static, or nests a Static, that is an error
+    (the field was made a child, and instances may already exist); a name still undefined
+    (imported under `TYPE_CHECKING` only) makes it not static, for good.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        where: str,
+        read: Callable[[], object],
+        scope: tuple[Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any] | None],
+    ) -> None:
+        self.name = name
+        self.where = where
+        self._read = read
+        self._scope = scope
+        self.settled = False
+
+    def settle(self) -> None:
+        """Decide for good; raises `StaticAnnotationError` if the annotation is Static now."""
+        with SETTLE_LOCK:  # One decision, even when threads construct at once.
+            if self.settled:
+                return
+            annotation = self._read()
+            globalns, localns, classns = self._scope
+            if static_decision(annotation, self.where, globalns, localns, classns):
+                raise StaticAnnotationError(
+                    f"the annotation {_show(annotation)} of {self.where} is Static, but what makes it "
+                    "Static was not defined yet when it was read, so it was made a child "
+                    "(not static). Define the alias (say, `MyStatic = jdc.Static[int]`) before "
+                    "the class or function that uses it, or write Static[...] in the "
+                    "annotation itself."
+                )
+            self.settled = True
+
+
+SETTLE_LOCK = threading.RLock()
+"""Held while a `PendingStatic` decides, and while a class that had one drops its checks
+(`_dataclass`): each is a check and a set."""
 
 
 def _spells_static(tree: ast.AST) -> bool:
-    return any(
-        (isinstance(node, ast.Name) and node.id == "Static")
-        or (isinstance(node, ast.Attribute) and node.attr == "Static")
-        for node in ast.walk(tree)
-    )
+    return any(_spelled(node, "Static") for node in ast.walk(tree) if isinstance(node, ast.expr))
 
 
 def _show(annotation: object) -> str:
+    if isinstance(annotation, typing.ForwardRef):
+        return annotation.__forward_arg__
+    if isinstance(annotation, str):
+        return annotation
     return repr(annotation).replace(repr(STATIC_MARKER), "Static").replace("typing.", "")

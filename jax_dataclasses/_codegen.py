@@ -23,11 +23,15 @@ FILENAME_PREFIX = "<jax_dataclasses generated "
 """Start of the file name of every generated function (`_user_warning` skips those frames)."""
 
 
+AnnotationsOf = dict[str, Any] | Callable[[int], dict[str, object]]
+"""A generated function's annotations: a dict, or an `__annotate__` function (Python 3.14)."""
+
+
 class FunctionSource(NamedTuple):
     """One function to generate: `def name(*params): body`, calling `helpers`.
 
     `body` holds the lines without indentation; `annotations`, if given, become the function's
-    `__annotations__`. Helpers of the functions compiled together share one namespace, so a
+    `__annotations__` (or, a function, its `__annotate__`). Helpers of the functions compiled together share one namespace, so a
     name must mean the same object in each.
     """
 
@@ -35,7 +39,7 @@ class FunctionSource(NamedTuple):
     params: Sequence[str]
     body: Sequence[str]
     helpers: Mapping[str, object]
-    annotations: dict[str, Any] | None = None
+    annotations: AnnotationsOf | None = None
 
 
 def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Callable[..., Any]]:
@@ -59,7 +63,9 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
     for source, function in zip(sources, functions, strict=True):
         function.__module__ = cls.__module__
         function.__qualname__ = f"{cls.__qualname__}.{source.name}"
-        if source.annotations is not None:
+        if callable(source.annotations):
+            function.__annotate__ = source.annotations  # type: ignore[attr-defined]  # 3.14
+        elif source.annotations is not None:
             function.__annotations__ = source.annotations
     # A class compiled again (adopted, then decorated) replaces its entry: the functions of
     # the first compile take the new code (`_registry`).

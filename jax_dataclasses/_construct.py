@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from jax_dataclasses._codegen import FunctionSource
-from jax_dataclasses._frozen import begin_construction, end_construction
-from jax_dataclasses._registry import layout_of
+from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
+from jax_dataclasses._frozen import begin_construction, end_construction, is_initvar
+from jax_dataclasses._registry import LAYOUT_ATTR, layout_of
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
 from jax_dataclasses._subclasses import check_registered, raise_unregistered
 from jax_dataclasses._user_warning import warn_once
@@ -30,10 +31,6 @@ class _FactorySentinel:
 
 
 _HAS_DEFAULT_FACTORY = _FactorySentinel()
-
-
-def is_initvar(f: dataclasses.Field[Any]) -> bool:
-    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)
 
 
 def _has_default(f: dataclasses.Field[Any]) -> bool:
@@ -66,8 +63,9 @@ def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     return positional + [f for f in params if f.kw_only]
 
 
-def init_source(cls: type, statics: tuple[str, ...]) -> FunctionSource:
-    """`cls.__init__`: set every field, check static values, call `__post_init__`."""
+def init_source(cls: type, statics: tuple[str, ...], pending: bool = False) -> FunctionSource:
+    """`cls.__init__`: set every field, check static values, call `__post_init__`. With
+    `pending`, it first settles the fields whose annotations named something undefined."""
     params = init_parameters(cls)
     fields = dataclasses.fields(cls)
     post_init = hasattr(cls, "__post_init__")
@@ -85,6 +83,8 @@ def init_source(cls: type, statics: tuple[str, ...]) -> FunctionSource:
     }
     signature = [this]
     body = [f"if __jdc_type({this}) is not __jdc_cls: __jdc_registered({this})"]
+    if pending:
+        body.append(f"__jdc_cls.{LAYOUT_ATTR}.settle()")
     for f in params:
         if f.kw_only and "*" not in signature:
             signature.append("*")
@@ -139,8 +139,38 @@ def init_source(cls: type, statics: tuple[str, ...]) -> FunctionSource:
         derived = tuple(f.name for f in fields if not f.init)
         helpers["__jdc_derived"] = derived
         body.append(f"__jdc_post_init({this}, __jdc_derived{initvars})")
-    annotations = {f.name: f.type for f in params} | {"return": None}
-    return FunctionSource("__init__", signature, body, helpers, annotations)
+    return FunctionSource("__init__", signature, body, helpers, init_annotations(cls, params))
+
+
+if sys.version_info >= (3, 14):
+    import annotationlib
+    from annotationlib import Format
+
+    def init_annotations(cls: type, params: list[dataclasses.Field[Any]]) -> AnnotationsOf:
+        """An `__annotate__` function for the generated `__init__`, as `dataclasses` gives its
+        own on Python 3.14: the parameters' annotations read from the class bodies in the
+        format asked for, so names defined after the class resolve once they exist."""
+        names = [f.name for f in params]
+
+        def __annotate__(format: int, /) -> dict[str, object]:
+            if format not in (Format.VALUE, Format.FORWARDREF, Format.STRING):
+                raise NotImplementedError(format)
+            declared: dict[str, object] = {}
+            for klass in reversed(cls.__mro__):
+                declared.update(annotationlib.get_annotations(klass, format=Format(format)))
+            annotations = {name: declared[name] for name in names if name in declared}
+            annotations["return"] = "None" if format == Format.STRING else None
+            return annotations
+
+        __annotate__.__qualname__ = f"{cls.__qualname__}.__init__.__annotate__"
+        return __annotate__
+
+else:
+
+    def init_annotations(cls: type, params: list[dataclasses.Field[Any]]) -> AnnotationsOf:
+        """The generated `__init__`'s `__annotations__`: each parameter's as `dataclasses`
+        read it (a string under `from __future__ import annotations`)."""
+        return {f.name: f.type for f in params} | {"return": None}
 
 
 def raise_unset(cls: type, name: str) -> NoReturn:
@@ -249,6 +279,8 @@ def check_fields(obj: object) -> None:
     layout = layout_of(cls)
     if layout is None:
         raise_unregistered(cls)
+    if layout.pending:
+        layout.settle()
     for name in layout.fields:
         try:
             value = getattr(obj, name)

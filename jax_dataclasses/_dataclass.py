@@ -9,7 +9,6 @@ install them in one place, register the class with JAX. Undecorated subclasses g
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -17,10 +16,14 @@ import numpy as np
 from jax import Array
 
 from jax_dataclasses._annotations import (
+    SETTLE_LOCK,
     STATIC_ANNOTATION,
+    PendingStatic,
     StaticAnnotationError,
+    class_annotations,
     defining_scope,
-    is_static_annotation,
+    signature_of,
+    static_decision,
     static_metadata_key,
 )
 from jax_dataclasses._codegen import make_functions
@@ -33,7 +36,7 @@ from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
 from jax_dataclasses._install import install
 from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
-from jax_dataclasses._registry import layout_of, register, tree_sources
+from jax_dataclasses._registry import layout_of, register, take_code, tree_sources
 from jax_dataclasses._subclasses import UNDECORATED_ATTR, new_fields, undecorated_init
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
@@ -146,7 +149,7 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
                 "be stored unconverted. Remove it and convert in __init__ or __post_init__ "
                 f"(self.{f.name} = jnp.asarray(self.{f.name}))."
             )
-    marks = _static_marks(cls)
+    marks, pending = _static_marks(cls)
     children = tuple(n for n in names if n not in marks)
     static_fields = tuple(n for n in names if n in marks)
 
@@ -155,9 +158,9 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
         "__delattr__": frozen_delattr,
         "__init_subclass__": _subclass_hook(cls),
     }
-    sources = tree_sources(cls, children, static_fields)
+    sources = tree_sources(cls, children, static_fields, bool(pending))
     if options["init"] and own_init is None:
-        sources.append(init_source(cls, static_fields))
+        sources.append(init_source(cls, static_fields, bool(pending)))
     else:
         if options["init"]:  # Field order errors, as `dataclasses` raises them then.
             init_parameters(cls)
@@ -181,7 +184,11 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
         methods["__setstate__"] = _slots_setstate
     functions = make_functions(cls, sources)  # One compile for all of them.
     methods.update((name, functions[name]) for name in ("__init__",) if name in functions)
-    register(cls, children, static_fields, tuple(marks[name] for name in static_fields), functions)
+    static_marks = tuple(marks[name] for name in static_fields)
+    settle = _settler(
+        cls, children, static_fields, static_marks, pending, functions.get("__init__")
+    )
+    register(cls, children, static_fields, static_marks, functions, pending, settle)
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
     install(cls, methods)
@@ -193,7 +200,7 @@ _DOC_PLACEHOLDER = "(to be generated)"
 
 def _text_signature(cls: type, init: object) -> str:
     try:
-        signature = inspect.signature(init if callable(init) else cls)
+        signature = signature_of(init if callable(init) else cls)
     except (TypeError, ValueError):
         return ""
     if callable(init):  # The unbound `__init__`: drop `self`.
@@ -371,40 +378,99 @@ def _adopt(sub: type) -> None:
         wrapped = wrap_own_init(owner.__dict__["__init__"])
         setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
         install(sub, {"__init__": wrapped})
-    register(sub, parent.children, parent.statics, parent.marks)
+    pending = tuple(p for p in parent.pending if not p.settled)
+    settle = _settler(sub, parent.children, parent.statics, parent.marks, pending, None)
+    register(sub, parent.children, parent.statics, parent.marks, None, pending, settle)
 
 
-def _static_marks(cls: type) -> dict[str, str]:
-    """What makes each static field of `cls` static (the layout's `marks`), decided here once.
+def _settler(
+    cls: type,
+    children: tuple[str, ...],
+    statics: tuple[str, ...],
+    marks: tuple[str, ...],
+    pending: tuple[PendingStatic, ...],
+    init: Callable[..., None] | None,
+) -> Callable[[], None] | None:
+    """`Layout.settle` for a class with `pending` fields: settle them (raising if one is
+    Static after all), then give the generated functions (`init` too, our generated
+    `__init__`, if `cls` has one) the code without that step: the same layout then costs what
+    it costs any class."""
+    if not pending:
+        return None
+
+    def settle() -> None:
+        with SETTLE_LOCK:
+            for item in pending:
+                item.settle()
+            layout = layout_of(cls)
+            if layout is None or layout.settle is not settle:  # Settled by another thread.
+                return
+            sources = tree_sources(cls, children, statics)
+            if init is not None:
+                sources.append(init_source(cls, statics))
+            functions = make_functions(cls, sources)
+            if init is not None:
+                take_code(init, functions["__init__"])
+            register(cls, children, statics, marks, functions)
+
+    return settle
+
+
+def _static_marks(cls: type) -> tuple[dict[str, str], tuple[PendingStatic, ...]]:
+    """What makes each static field of `cls` static (the layout's `marks`), decided here once,
+    and the fields whose annotations name something not defined yet (`PendingStatic`: children
+    until settled, which may only confirm that).
 
     An annotation `Static[...]` counts first (1.6 saw it too), then field metadata. A field
     inherited from a pytree dataclass keeps that class's decision; annotations are read in
     the scope that defines the class that declared the field.
     """
     marks: dict[str, str] = {}
-    scopes: dict[type, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = {}
+    pending: list[PendingStatic] = []
+    scopes: dict[type, tuple[Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any]]] = {}
     for f in dataclasses.fields(cls):
         owner = _defining_class(cls, f)
         owner_layout = None if owner is cls else layout_of(owner)  # `cls` may be adopted.
         if owner_layout is not None:
             if f.name in owner_layout.statics:
                 marks[f.name] = owner_layout.marks[owner_layout.statics.index(f.name)]
+            pending.extend(p for p in owner_layout.pending if p.name == f.name and not p.settled)
             continue
         key = static_metadata_key(f.metadata)
         where = f"field {f.name!r} of {cls.__qualname__}"
         try:
             if owner not in scopes:
-                scopes[owner] = defining_scope(owner.__qualname__, owner.__module__)
-            globalns, localns = scopes[owner]
-            if is_static_annotation(f.type, where, globalns, localns):
-                marks[f.name] = STATIC_ANNOTATION
-                continue
+                scopes[owner] = (
+                    *defining_scope(owner.__qualname__, owner.__module__),
+                    _class_namespace(owner),
+                )
+            decision = static_decision(f.type, where, *scopes[owner])
         except StaticAnnotationError:
             if key is None:
                 raise
-        if key is not None:
+            decision = False
+        if decision:
+            marks[f.name] = STATIC_ANNOTATION
+        elif key is not None:
             marks[f.name] = key
-    return marks
+        elif decision is None:
+            pending.append(
+                PendingStatic(f.name, where, _annotation_reader(owner, f), scopes[owner])
+            )
+    return marks, tuple(pending)
+
+
+def _class_namespace(cls: type) -> Mapping[str, Any]:
+    """The names a class body's annotations see besides the enclosing scopes: its own
+    attributes and its type parameters (`class Box[T]`)."""
+    params: tuple[Any, ...] = getattr(cls, "__type_params__", ())
+    own: Mapping[str, Any] = vars(cls)
+    return {**{p.__name__: p for p in params}, **own} if params else own
+
+
+def _annotation_reader(owner: type, f: dataclasses.Field[Any]) -> Callable[[], object]:
+    """Reads the annotation of `f` again, as `dataclasses` would read it now."""
+    return lambda: class_annotations(owner).get(f.name, f.type)
 
 
 def _defining_class(cls: type, f: dataclasses.Field[Any]) -> type:
@@ -433,7 +499,7 @@ Hidden = dict[str, tuple[object, "dataclasses.Field[object] | None"]]
 
 def _hide_array_defaults(cls: type) -> Hidden:
     hidden: Hidden = {}
-    for name in inspect.get_annotations(cls):
+    for name in class_annotations(cls):
         value: object = getattr(cls, name, None)  # Inherited too, as `dataclasses` reads them.
         field = cast("dataclasses.Field[object]", value) if _is_field(value) else None
         default = value if field is None else field.default

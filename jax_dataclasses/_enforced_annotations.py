@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import inspect
 import typing
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
 
+from jax_dataclasses._annotations import class_annotations
 from jax_dataclasses._modules import module_globals
 from jax_dataclasses._registry import layout_of
 from jax_dataclasses._user_warning import warn_at_user
@@ -141,12 +141,16 @@ def _field_metadata(cls: type, name: str) -> tuple[object, ...]:
     A string annotation is evaluated as `typing.get_type_hints` does (names from the declaring
     class's module first, then from its namespace), but alone: other fields cannot break it.
     """
-    base = next(b for b in cls.__mro__ if name in inspect.get_annotations(b))
-    annotation: object = inspect.get_annotations(base)[name]
+    base = next(b for b in cls.__mro__ if name in class_annotations(b))
+    annotation: object = class_annotations(base)[name]
+    extra: dict[str, Any] = {}
+    if isinstance(annotation, typing.ForwardRef):  # Python 3.14: a name not defined yet.
+        extra = getattr(annotation, "__extra_names__", None) or {}
+        annotation = annotation.__forward_arg__
     if isinstance(annotation, str):
         source = annotation
         localns = module_globals(base.__module__)
-        globalns = dict(vars(base))
+        globalns = {**vars(base), **extra}
         try:
             annotation = eval(source, globalns, localns)
         except Exception:  # Any name or expression may fail; 1.x skipped them all.

@@ -48,7 +48,8 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
         object.__setattr__(self, name, value)
         return
     if is_constructing(self):
-        if name not in layout_of(type(self)).fields:  # type: ignore[union-attr]  # Registered: it is being constructed.
+        fields = layout_of(type(self)).fields  # type: ignore[union-attr]  # Registered: it is being constructed.
+        if name not in fields and not _is_initvar_of(type(self), name):
             refuse_non_field(self, name)
         object.__setattr__(self, name, value)
         return
@@ -60,6 +61,18 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
     if layout_of(type(self)) is None:  # An undecorated subclass's own `__init__`.
         raise_unregistered(type(self))
     refuse_assignment(self, name)
+
+
+def is_initvar(f: dataclasses.Field[Any]) -> bool:
+    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)
+
+
+def _is_initvar_of(cls: type, name: str) -> bool:
+    """Whether `name` is an `InitVar` of `cls`: an `__init__` may assign it while constructing
+    (a base's, when `cls` re-declares the base's field `name` as one), as on a frozen
+    dataclass; it is not part of the pytree."""
+    declared: dataclasses.Field[Any] | None = getattr(cls, "__dataclass_fields__", {}).get(name)
+    return declared is not None and is_initvar(declared)
 
 
 def assign_field(

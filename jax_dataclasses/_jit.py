@@ -8,7 +8,6 @@ work happens once, when the function is decorated.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from inspect import Parameter
 from types import MethodType
@@ -27,9 +26,11 @@ from jax.stages import Lowered, Traced
 from typing_extensions import ParamSpec, Unpack
 
 from jax_dataclasses._annotations import (
+    PendingStatic,
     StaticAnnotationError,
     defining_scope,
-    is_static_annotation,
+    signature_of,
+    static_decision,
 )
 
 _P = ParamSpec("_P")
@@ -161,7 +162,7 @@ def _jit_callable(
     `static_first` makes the first positional argument static (a classmethod's `cls`).
     """
     try:
-        signature = inspect.signature(fn)  # What jax.jit itself reads; follows `__wrapped__`.
+        signature = signature_of(fn)  # What jax.jit itself reads; follows `__wrapped__`.
     except (TypeError, ValueError):
         signature = None
     params: Mapping[str, Parameter] = signature.parameters if signature else {}
@@ -173,7 +174,8 @@ def _jit_callable(
     donated = _selected(
         params, where, "donate", opts.get("donate_argnums"), opts.get("donate_argnames")
     )
-    static |= _annotated_statics(fn, params, where)
+    annotated, pending = _annotated_statics(fn, params, where)
+    static |= annotated
     if static_first:
         static |= _selected(params, where, "static", 0, None)
     both = [repr(name) for name in params if name in static & donated]
@@ -194,7 +196,22 @@ def _jit_callable(
     argnames += sorted(
         key for key in static if isinstance(key, str) and kinds.get(key) in (None, *_VARIADIC)
     )
+    if pending:
+        fn = _settling_first(fn, pending)
     return _jax_jit(fn, static_argnums=tuple(argnums), static_argnames=tuple(argnames), **opts)
+
+
+def _settling_first(fn: Callable[..., Any], pending: list[PendingStatic]) -> Callable[..., Any]:
+    """`fn`, settling the parameters whose annotations named something not defined yet when
+    it is traced: before the first call returns, and before any compilation."""
+
+    @functools.wraps(fn)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        for item in pending:
+            item.settle()
+        return fn(*args, **kwargs)
+
+    return traced
 
 
 def _selected(
@@ -234,17 +251,24 @@ def _annotated_statics(
     fn: Callable[..., Any],
     params: Mapping[str, Parameter],
     where: str,
-) -> set[str | int]:
+) -> tuple[set[str | int], list[PendingStatic]]:
+    """The parameters annotated `Static`, and those whose annotations name something not
+    defined yet (decided when the function is first traced)."""
     inner = _innermost(fn)
     globalns: Mapping[str, Any] = getattr(inner, "__globals__", {})
     qualname = getattr(inner, "__qualname__", "")
     globalns, localns = defining_scope(qualname, getattr(inner, "__module__", ""), globalns)
     static: set[str | int] = set()
+    pending: list[PendingStatic] = []
     for name, param in params.items():
         if param.annotation is Parameter.empty:
             continue
         described = f"parameter {name!r} of {where}"
-        if is_static_annotation(param.annotation, described, globalns, localns):
+        decision = static_decision(param.annotation, described, globalns, localns)
+        if decision is None:
+            read = functools.partial(_annotation_of, fn, name)
+            pending.append(PendingStatic(name, described, read, (globalns, localns, None)))
+        if decision:
             if param.kind in _VARIADIC:
                 star = "*" if param.kind is Parameter.VAR_POSITIONAL else "**"
                 raise StaticAnnotationError(
@@ -253,7 +277,11 @@ def _annotated_statics(
                     "parameter, or pass static_argnums/static_argnames to jit explicitly."
                 )
             static.add(name)
-    return static
+    return static, pending
+
+
+def _annotation_of(fn: Callable[..., Any], name: str) -> object:
+    return signature_of(fn).parameters[name].annotation
 
 
 def _innermost(fn: object) -> object:

@@ -9,17 +9,20 @@ C++ dataclass node would call the class, and with it any wrapper a later decorat
 A class is registered when it is decorated, or adopted as an undecorated subclass. It can be
 registered again while it is being created (adopted by its base's `__init_subclass__`, then
 decorated; or rebuilt by cloudpickle): JAX keeps the functions it was first given, so those
-are updated in place with the new layout's code.
+are updated in place with the new layout's code, as they are when a class whose annotations
+named something not defined yet has settled them (`Layout.settle`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from jax import tree_util
 
+from jax_dataclasses._annotations import PendingStatic
 from jax_dataclasses._codegen import FunctionSource, make_functions, tuple_source
 from jax_dataclasses._install import install
 
@@ -45,6 +48,11 @@ class Layout:
     flatten_with_keys: Callable[[Any], Any]
     unflatten: Unflatten
     """`unflatten(aux, children)`: a new instance, built field by field (no `__init__`)."""
+    pending: tuple[PendingStatic, ...] = ()
+    """Children whose annotations named something not defined when the class was created."""
+    settle: Callable[[], None] = lambda: None
+    """Settles `pending`, then registers the class again without them; the generated functions
+    of a layout with `pending` call it first."""
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -66,6 +74,8 @@ LAYOUT_ATTR = "__jdc_layout__"
 _REGISTERED: list[type] = []
 """Every registered class, in order, for hooks added later (`on_register`)."""
 _ON_REGISTER: list[Callable[[Layout], None]] = []
+_LOCK = threading.RLock()
+"""Held while a class is registered, and while a hook is added (`on_register`)."""
 
 
 def layout_of(cls: type) -> Layout | None:
@@ -83,8 +93,10 @@ def on_register(hook: Callable[[Layout], None]) -> None:
     imported. `hook` must be idempotent: a class registered by another thread while this runs
     may be passed to it twice, and a class registered again is passed again.
     """
-    _ON_REGISTER.append(hook)
-    for cls in list(_REGISTERED):
+    with _LOCK:
+        _ON_REGISTER.append(hook)
+        registered = list(_REGISTERED)
+    for cls in registered:
         layout = layout_of(cls)
         if layout is not None:
             hook(layout)
@@ -96,12 +108,15 @@ def register(
     statics: tuple[str, ...],
     marks: tuple[str, ...],
     functions: Mapping[str, Callable[..., Any]] | None = None,
+    pending: tuple[PendingStatic, ...] = (),
+    settle: Callable[[], None] | None = None,
 ) -> None:
     """Register `cls` with JAX as a keyed pytree node, with the tree functions of this layout:
-    `functions`, compiled from `tree_sources(cls, children, statics)` with the class's other
-    generated functions, or compiled here."""
+    `functions`, compiled from `tree_sources(cls, children, statics, bool(pending))` with the
+    class's other generated functions, or compiled here. With `pending`, `settle` is what
+    those functions call first."""
     if functions is None:
-        functions = make_functions(cls, tree_sources(cls, children, statics))
+        functions = make_functions(cls, tree_sources(cls, children, statics, bool(pending)))
     layout = Layout(
         cls,
         children,
@@ -110,7 +125,14 @@ def register(
         flatten=functions["flatten"],
         flatten_with_keys=functions["flatten_with_keys"],
         unflatten=functions["unflatten"],
+        pending=pending,
+        **({"settle": settle} if settle is not None else {}),
     )
+    with _LOCK:  # A check and a set: one registration with JAX per class, whichever thread.
+        _register(cls, layout)
+
+
+def _register(cls: type, layout: Layout) -> None:
     old = layout_of(cls)
     if old is None:
         try:
@@ -126,8 +148,15 @@ def register(
             ) from error
     else:  # JAX and the old layout's users hold the old functions: give them the new code.
         for target, source in zip(old.functions, layout.functions, strict=True):
-            _take_code(target, source)
-        layout = dataclasses.replace(old, children=children, statics=statics, marks=marks)
+            take_code(target, source)
+        layout = dataclasses.replace(
+            old,
+            children=layout.children,
+            statics=layout.statics,
+            marks=layout.marks,
+            pending=layout.pending,
+            settle=layout.settle,
+        )
     install(cls, {LAYOUT_ATTR: layout})
     if old is None:
         _REGISTERED.append(cls)
@@ -136,14 +165,15 @@ def register(
 
 
 def tree_sources(
-    cls: type, children: tuple[str, ...], statics: tuple[str, ...]
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...], pending: bool = False
 ) -> list[FunctionSource]:
     """Flatten, flatten-with-keys and unflatten for one layout, as JAX's custom nodes are
     fastest: literal tuples, aux data as in `Layout`, fields set with `object.__setattr__`
     (writing `__dict__` directly is about twice as fast, but gives every instance JAX builds
     a dict of its own: 64 bytes more than a constructed one, on Python 3.11 to 3.13). Each
-    function's closure variables are the same for every layout, so `_take_code` can move
-    code between them."""
+    function's closure variables are the same for every layout, so `take_code` can move
+    code between them. With `pending`, flatten first settles the layout's pending fields
+    (through the instance's class, so that the closure stays the same)."""
     fields = children + statics
     child_values = tuple_source([f"o.{name}" for name in children])
     aux = (
@@ -164,13 +194,14 @@ def tree_sources(
         unpack.append(f"{tuple_source(local[: len(children)])} = children")
     store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
     keys = tuple(tree_util.GetAttrKey(name) for name in children)
+    settle = [f"o.__class__.{LAYOUT_ATTR}.settle()"] if pending else []
     # Helpers are referenced even where unused, so that every layout's code has one closure.
     return [
-        FunctionSource("flatten", ["o"], [f"return ({child_values}, {aux})"], {}),
+        FunctionSource("flatten", ["o"], [*settle, f"return ({child_values}, {aux})"], {}),
         FunctionSource(
             "flatten_with_keys",
             ["o"],
-            ["__jdc_keys", f"return ({pairs}, {aux})"],
+            ["__jdc_keys", *settle, f"return ({pairs}, {aux})"],
             {"__jdc_keys": keys},
         ),
         FunctionSource(
@@ -182,7 +213,7 @@ def tree_sources(
     ]
 
 
-def _take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
+def take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
     """Make function `target` run `source`'s code with `source`'s closure values."""
     target.__code__ = source.__code__
     for target_cell, source_cell in zip(

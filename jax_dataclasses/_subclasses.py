@@ -10,11 +10,11 @@ generated `__init__` use them to explain a class that was never registered.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import re
 from collections.abc import Callable
 from typing import ClassVar, NoReturn
 
+from jax_dataclasses._annotations import class_annotations
 from jax_dataclasses._registry import layout_of
 
 _CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
@@ -57,7 +57,7 @@ def new_fields(sub: type) -> list[str]:
 def _annotated_names(cls: type) -> list[str]:
     """Annotated names a class body declares itself, other than `ClassVar`s."""
     names: list[str] = []
-    for name, annotation in inspect.get_annotations(cls).items():
+    for name, annotation in class_annotations(cls).items():
         if isinstance(annotation, str):
             if _CLASSVAR_SOURCE.match(annotation):
                 continue
@@ -104,6 +104,8 @@ def undecorated_init(cls: type, own: Callable[..., None] | None) -> Callable[...
             super(cls, self).__init__(*args, **kwargs)  # type: ignore[arg-type]  # mypy wants a class literal
 
     setattr(__init__, UNDECORATED_ATTR, own)
+    if own is not None:  # `dataclasses` follows it to mend `super()` in a `slots=True` copy.
+        __init__.__wrapped__ = own  # type: ignore[attr-defined]
     return __init__
 
 

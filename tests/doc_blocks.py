@@ -33,6 +33,7 @@ import re
 import sys
 import textwrap
 import types
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,5 +162,8 @@ if __name__ == "__main__":
     # options (devices, ...) are applied by tests/test_docs.py, not here.
     if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
         del sys.path[0]
+    # A deprecated API used by an example, or by the package, fails the page: readers copy it.
+    for module in ("__main__", "jax_dataclasses"):
+        warnings.filterwarnings("error", category=DeprecationWarning, module=module)
     for argument in sys.argv[1:]:
         print(f"{argument}: {run_page(Path(argument))} block(s) ran")

@@ -436,11 +436,20 @@ def _self_assigns_a_non_field(case: Case) -> bool:
         return False
     names = {summary[0] for summary in fields[1]} if fields[0] == "ok" else set()
     others = {name for name, _ in attributes[1]} - names if attributes[0] == "ok" else set()
+    # An InitVar may be assigned (a base's field the leaf re-declares as one, say).
+    others -= _initvar_names(case)
     if case.hierarchy.assign == "self":
         return bool(others)
     bases = [base for level in case.hierarchy.levels for base in level.bases]
     mutable = {f.name for base in bases if base.kind == "mutable_plain" for f in base.fields}
     return bool(others & mutable)
+
+
+def _initvar_names(case: Case) -> set[str]:
+    if case.reference is None or not case.reference.levels:
+        return set()
+    declared = getattr(case.reference.leaf, "__dataclass_fields__", {}).values()
+    return {f.name for f in declared if f._field_type is dataclasses._FIELD_INITVAR}  # type: ignore[attr-defined]
 
 
 def _generated_init_class(case: Case) -> type | None:
@@ -619,8 +628,9 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "only_fields_can_be_assigned",
-        "`self.x = ...` in __init__ or __post_init__ for a name that is not a field raises "
-        "FrozenInstanceError (object.__setattr__ would set an attribute that JAX drops).",
+        "`self.x = ...` in __init__ or __post_init__ for a name that is not a field (nor an "
+        "InitVar) raises FrozenInstanceError (object.__setattr__ would set an attribute that "
+        "JAX drops).",
         "docs/migrating/from-1.6.md#only-fields-can-be-assigned",
         applies=_self_assigns_a_non_field,
         expect=lambda case, ours: ours.get("construct") == ("raises", "FrozenInstanceError"),

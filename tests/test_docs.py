@@ -124,7 +124,9 @@ def test_pages_run_as_main(tmp_path: Path) -> None:
 @pytest.mark.subprocess
 def test_pages_run_without_our_future_imports(tmp_path: Path) -> None:
     result = write_and_run(
-        tmp_path / "page.md", "```python\ndef f(x: Undefined) -> None: ...\n```\n"
+        # Evaluated: at once before Python 3.14, when read on 3.14; never under the import.
+        tmp_path / "page.md",
+        "```python\ndef f(x: Undefined) -> None: ...\n\nf.__annotations__\n```\n",
     )
     assert "NameError: name 'Undefined' is not defined" in result.stderr, result.stderr
 

@@ -393,3 +393,37 @@ def test_an_initvar_with_init_false_is_refused_naming_it() -> None:
 
             def __post_init__(self, c: int) -> None:
                 pass
+
+
+@pytest.mark.parametrize("slots", [True, False])
+def test_a_base_field_redeclared_as_initvar_may_still_be_set_by_the_bases_init(
+    slots: bool,
+) -> None:
+    """The base's own `__init__` assigns a field that the subclass made an `InitVar`: the
+    standard library's frozen dataclass accepts it (through `object.__setattr__`), so do we;
+    it is not a field of the subclass, so not part of its pytree."""
+
+    def build(decorate: Callable[..., Any], assign: Callable[[object, str, object], None]) -> Any:
+        @decorate(slots=slots)
+        class Base:
+            a: int = 100
+            b: int = 101
+
+            def __init__(self, a: int = 102, b: int = 103) -> None:
+                assign(self, "a", a)
+                assign(self, "b", b)
+
+        @decorate
+        class Sub(Base):
+            a: dataclasses.InitVar[int]  # type: ignore[assignment]
+
+            def __init__(self, **kwargs: int) -> None:
+                super().__init__(**kwargs)
+
+        return Sub(a=1, b=2)
+
+    ours = build(jdc.pytree_dataclass, setattr)
+    std = build(lambda *a, **k: dataclasses.dataclass(*a, frozen=True, **k), object.__setattr__)
+    assert (ours.a, ours.b) == (std.a, std.b) == (1, 2)
+    assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(std)]
+    assert jax.tree.leaves(ours) == [2]

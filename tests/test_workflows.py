@@ -20,12 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 README_COMMANDS = {"python3 dev.py test", "python3 dev.py tour"}
 OLDEST_COMMAND = "python3 dev.py test --oldest"
+NEWEST_COMMAND = "python3 dev.py test --newest"  # .ci/run: Python 3.14 from a Debian root.
+PYTHON_COMMAND = "python3 dev.py test --python ${{ matrix.python-version }}"
 DOWNSTREAM_COMMAND = "python3 dev.py downstream"  # CI only: CONTRIBUTING.md says when to run it.
 BENCH_CHECK_COMMAND = "python3 dev.py bench --check"  # .ci/run only: ratios need one machine.
 CLASSIFIER = re.compile(r"^Programming Language :: Python :: (3\.\d+)$")
 
 
 DOWNSTREAM = load_file(ROOT / "dev_downstream.py")
+DEV = load_file(ROOT / "dev.py")
 
 
 def load_pyproject() -> dict[str, Any]:
@@ -89,7 +92,7 @@ def test_workflow_runs_on_push_and_pull_request(path: Path) -> None:
 
 
 def test_classifiers_list_the_supported_versions() -> None:
-    assert classifier_versions() == {"3.11", "3.12", "3.13"}
+    assert classifier_versions() == set(DEV.PYTHONS)  # dev.py names them once.
 
 
 def test_requires_python_admits_every_classifier_version() -> None:
@@ -99,13 +102,24 @@ def test_requires_python_admits_every_classifier_version() -> None:
     assert not spec.contains("3.10"), "requires-python admits a version without a classifier"
 
 
-def test_test_job_matrix_is_exactly_the_classifier_versions() -> None:
-    test_jobs = [job for job in all_jobs().values() if "python3 dev.py test" in run_commands(job)]
-    assert test_jobs, "no workflow job runs `python3 dev.py test`"
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # The pinned corner (constraints.txt) on every Python its jax has wheels for...
+        ("python3 dev.py test", DEV.PYTHONS[:-1]),
+        # ...and the newest pins (constraints-newest.txt) on every Python they install on.
+        (PYTHON_COMMAND, (*DEV.PYTHONS[1:], f"{DEV.NEWEST_PYTHON}t")),
+    ],
+)
+def test_test_job_matrices_are_the_supported_versions(
+    command: str, expected: tuple[str, ...]
+) -> None:
+    test_jobs = [job for job in all_jobs().values() if command in run_commands(job)]
+    assert test_jobs, f"no workflow job runs `{command}`"
     for job in test_jobs:
         versions = job["strategy"]["matrix"]["python-version"]
         assert all(isinstance(v, str) for v in versions), f"quote the versions: {versions!r}"
-        assert sorted(versions) == sorted(classifier_versions())
+        assert sorted(versions) == sorted(expected)
         assert len(versions) == len(set(versions))
         setup = [
             s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python")
@@ -127,7 +141,7 @@ def test_workflow_commands_are_the_readme_commands() -> None:
     readme = readme_development_commands()
     assert readme == README_COMMANDS
     workflow = {cmd for job in all_jobs().values() for cmd in run_commands(job)}
-    assert workflow == readme | {OLDEST_COMMAND, DOWNSTREAM_COMMAND}
+    assert workflow == readme | {OLDEST_COMMAND, DOWNSTREAM_COMMAND, PYTHON_COMMAND}
 
 
 def test_the_oldest_corner_runs_on_the_oldest_python() -> None:
@@ -155,6 +169,7 @@ def test_ci_run_script_runs_dev_py_test() -> None:
     assert "python3 dev.py test" in commands  # the README's command first
     assert commands.index(DOWNSTREAM_COMMAND) > commands.index("python3 dev.py test")
     assert commands.index(BENCH_CHECK_COMMAND) > commands.index("python3 dev.py test")
+    assert commands.index(NEWEST_COMMAND) > commands.index(DOWNSTREAM_COMMAND)
     assert commands[-1] == f"exec {OLDEST_COMMAND}"
 
 

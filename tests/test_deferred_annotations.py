@@ -1,0 +1,346 @@
+"""Annotations that name something defined later: Python 3.14's lazy annotations (PEP 649),
+and `from __future__ import annotations` on every version.
+
+Each case is a module's source, run once with the future import and, on Python 3.14, once
+without it (earlier Pythons evaluate annotations at class definition, so a later name is a
+`NameError` there, for the standard library too). Where the standard library defines the
+behaviour, the same source decorated with `dataclasses.dataclass(frozen=True)` is the oracle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+import sys
+import textwrap
+import types
+import typing
+import warnings
+
+import jax
+import jax.numpy as jnp
+import pytest
+from helpers import children, statics
+
+import jax_dataclasses as jdc
+
+SPELLINGS = ["future import"] + (["lazy (3.14)"] if sys.version_info >= (3, 14) else [])
+_COUNTER = itertools.count()
+
+
+def define(
+    source: str, spelling: str, decorator: str = "@jdc.pytree_dataclass"
+) -> types.ModuleType:
+    """Run `source` as a new module (registered in `sys.modules`, as an imported module is),
+    with `@DECORATE` replaced by `decorator`."""
+    text = textwrap.dedent(source).replace("@DECORATE", decorator)
+    if spelling == "future import":
+        text = "from __future__ import annotations\n" + text
+    module = types.ModuleType(f"deferred_{next(_COUNTER)}")
+    sys.modules[module.__name__] = module
+    exec(compile(text, f"<{module.__name__}>", "exec"), module.__dict__)
+    return module
+
+
+def init_annotations(cls: type) -> dict[str, object]:
+    """`cls.__init__`'s annotations, names not defined yet as `ForwardRef`s on 3.14."""
+    if sys.version_info >= (3, 14):
+        import annotationlib
+
+        return annotationlib.get_annotations(cls.__init__, format=annotationlib.Format.FORWARDREF)
+    return dict(cls.__init__.__annotations__)
+
+
+def signature(cls: type) -> inspect.Signature:
+    if sys.version_info >= (3, 14):
+        import annotationlib
+
+        return inspect.signature(cls, annotation_format=annotationlib.Format.FORWARDREF)
+    return inspect.signature(cls)
+
+
+def field_types(cls: type) -> dict[str, object]:
+    return {f.name: f.type for f in dataclasses.fields(cls)}
+
+
+def same_types(ours: dict[str, object], std: dict[str, object]) -> bool:
+    """Field types equal, `ForwardRef`s compared by their text (each holds its own owner)."""
+
+    def text(value: object) -> object:
+        return value.__forward_arg__ if isinstance(value, typing.ForwardRef) else value
+
+    return {k: text(v) for k, v in ours.items()} == {k: text(v) for k, v in std.items()}
+
+
+LATER_NAMES = """
+import dataclasses
+from typing import TYPE_CHECKING, Optional
+import jax
+import jax_dataclasses as jdc
+if TYPE_CHECKING:
+    from collections import OrderedDict as OnlyForCheckers
+
+@DECORATE
+class Model:
+    x: jax.Array
+    later: Later
+    config: jdc.Static[Later] = None
+    checked: OnlyForCheckers = None
+    checked_static: jdc.Static[OnlyForCheckers] = None
+    many: list[Later] = dataclasses.field(default_factory=list)
+    maybe: Optional[Later] = None
+
+class Sub(Model):
+    pass
+
+class Later:
+    pass
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_names_defined_later_or_only_for_checkers_are_accepted_like_the_standard_library(
+    spelling: str,
+) -> None:
+    ours = define(LATER_NAMES, spelling)
+    std = define(LATER_NAMES, spelling, "@dataclasses.dataclass(frozen=True)")
+    assert same_types(field_types(ours.Model), field_types(std.Model))
+    model = ours.Model(jnp.ones(2), None)
+    assert statics(ours.Model) == ("config", "checked_static")
+    assert children(ours.Model) == ("x", "later", "checked", "many", "maybe")
+    assert jax.tree.leaves(model) == [model.x]
+    assert jax.tree.leaves(ours.Sub(jnp.ones(1), None)) == [jnp.ones(1)]
+    # What runtime type checkers read from `__init__`: the standard library's answers.
+    assert same_types(init_annotations(ours.Model), init_annotations(std.Model))
+    assert str(signature(ours.Model)) == str(signature(std.Model))
+
+
+STATIC_ALIAS_LATER = """
+import jax
+import jax_dataclasses as jdc
+
+@DECORATE
+class Solver:
+    x: jax.Array
+    iters: MyStatic = 3
+
+MyStatic = jdc.Static[int]
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("use", ["construct", "flatten", "jit"])
+def test_a_static_alias_defined_after_the_class_is_an_error_before_it_matters(
+    spelling: str, use: str
+) -> None:
+    module = define(STATIC_ALIAS_LATER, spelling)  # Defining it is fine: the alias may come.
+    solver = object.__new__(module.Solver)  # As pickle builds one: no __init__.
+    object.__setattr__(solver, "x", jnp.ones(2))
+    object.__setattr__(solver, "iters", 3)
+    attempts = {
+        "construct": lambda: module.Solver(jnp.ones(2)),
+        "flatten": lambda: jax.tree.leaves(solver),
+        "jit": lambda: jax.jit(lambda s: s.x * 2)(solver),
+    }
+    with pytest.raises(jdc.StaticAnnotationError) as info:
+        attempts[use]()
+    message = str(info.value)
+    assert "field 'iters' of Solver" in message
+    assert "MyStatic" in message and "before" in message
+    with pytest.raises(jdc.StaticAnnotationError):  # Every time, not only the first.
+        module.Solver(jnp.ones(2))
+
+
+OPTIONAL_OF_LATER_ALIAS = """
+from typing import Optional
+import jax
+import jax_dataclasses as jdc
+
+@DECORATE
+class Solver:
+    x: jax.Array
+    iters: Optional[MyStatic] = None
+
+MyStatic = jdc.Static[int]
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_later_static_alias_nested_in_another_type_is_the_nested_static_error(
+    spelling: str,
+) -> None:
+    module = define(OPTIONAL_OF_LATER_ALIAS, spelling)
+    with pytest.raises(jdc.StaticAnnotationError, match=r"outermost.*field 'iters' of Solver"):
+        module.Solver(jnp.ones(2))
+
+
+NOT_YET_DEFINED_AROUND_STATIC = """
+import jax_dataclasses as jdc
+
+@DECORATE
+class Undecided:
+    x: NotYetDefined[jdc.Static[int]]
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_an_undefined_name_around_static_is_an_error_at_definition(spelling: str) -> None:
+    with pytest.raises(jdc.StaticAnnotationError, match=r"cannot tell.*field 'x' of Undecided"):
+        define(NOT_YET_DEFINED_AROUND_STATIC, spelling)
+
+
+PEP695_ALIAS_LATER = """
+import jax
+import jax_dataclasses as jdc
+
+@DECORATE
+class Solver:
+    x: jax.Array
+    iters: Iters = 3
+
+type Iters = jdc.Static[int]
+"""
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="`type` statements need Python 3.12+")
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_type_statement_after_the_class_is_an_error_at_construction(spelling: str) -> None:
+    module = define(PEP695_ALIAS_LATER, spelling)
+    with pytest.raises(jdc.StaticAnnotationError, match=r"field 'iters' of Solver"):
+        module.Solver(jnp.ones(2))
+
+
+LATER_CLASS_SETTLES = """
+import dataclasses
+import jax
+import jax_dataclasses as jdc
+
+@DECORATE
+class Tree:
+    value: jax.Array
+    children: tuple[Node, ...] = ()
+
+@DECORATE
+class Leafy(Tree):
+    extra: Node = None
+
+class Node:
+    pass
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_later_class_settles_at_first_use_and_the_class_works_as_any(spelling: str) -> None:
+    module = define(LATER_CLASS_SETTLES, spelling)
+    std = define(LATER_CLASS_SETTLES, spelling, "@dataclasses.dataclass(frozen=True)")
+    assert "settle" in inspect.getsource(module.Tree.__init__)
+    tree = module.Leafy(jnp.ones(2), (module.Tree(jnp.zeros(1)),))
+    leaves, treedef = jax.tree.flatten(tree)
+    rebuilt = jax.tree.unflatten(treedef, [leaf + 1 for leaf in leaves])
+    assert rebuilt.value.tolist() == [2.0, 2.0] and rebuilt.children[0].value.tolist() == [1.0]
+    assert children(module.Leafy) == ("value", "children", "extra")
+    # Settled: the generated `__init__` no longer settles (flatten neither: the same code).
+    assert "settle" not in inspect.getsource(module.Tree.__init__)
+    hints = typing.get_type_hints(module.Leafy.__init__)
+    assert hints == typing.get_type_hints(std.Leafy.__init__) | {
+        "children": tuple[module.Node, ...],
+        "extra": module.Node,
+    }
+
+
+JIT_LATER = """
+import jax
+import jax_dataclasses as jdc
+
+@jdc.jit
+def scale(x: jax.Array, factor: Factor) -> jax.Array:
+    return x * factor
+
+@jdc.jit
+def shift(x: jax.Array, by: Offset) -> jax.Array:
+    return x + by
+
+Factor = jdc.Static[int]
+
+class Offset:
+    pass
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_jit_parameters_named_before_their_alias_are_decided_at_the_first_call(
+    spelling: str,
+) -> None:
+    module = define(JIT_LATER, spelling)
+    with pytest.raises(jdc.StaticAnnotationError, match=r"parameter 'factor' of scale"):
+        module.scale(jnp.ones(1), 2)
+    assert module.shift(jnp.ones(1), 2.0).tolist() == [3.0]  # A class: an ordinary argument.
+
+
+MIXIN_CHECKER_ONLY = """
+from typing import TYPE_CHECKING, Annotated
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+if TYPE_CHECKING:
+    from collections import OrderedDict as OnlyForCheckers
+
+@DECORATE
+class Image(jdc.EnforcedAnnotationsMixin):
+    pixels: Annotated[jax.Array, (3, 4), jnp.floating]
+    meta: OnlyForCheckers = None
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_the_deprecated_mixin_reads_its_annotations_beside_checker_only_names(
+    spelling: str,
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = define(MIXIN_CHECKER_ONLY, spelling)
+    assert module.Image(jnp.zeros((3, 4))).get_batch_axes() == ()
+    with pytest.raises(jdc.AnnotationMismatchError, match="field 'pixels' of Image"):
+        module.Image(jnp.zeros((3, 5)))
+
+
+SLOTS_SUPER = """
+import dataclasses
+import jax
+import jax_dataclasses as jdc
+
+@DECORATE
+class Base:
+    x: jax.Array
+
+@SLOTS
+class Child(Base):
+    y: jax.Array
+
+    def __init__(self, x, y):
+        super().__init__(x)
+        object.__setattr__(self, "y", y)  # As a frozen dataclass's own __init__ must.
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_slots_subclass_with_its_own_init_may_call_zero_argument_super(spelling: str) -> None:
+    """Python 3.14's `dataclasses` mends `super()` in the `slots=True` copy of a class (through
+    our wrappers too); earlier ones do not, for the standard library either."""
+    outcomes = []
+    for decorator, slots in [
+        ("@jdc.pytree_dataclass", "@jdc.pytree_dataclass(slots=True)"),
+        ("@dataclasses.dataclass(frozen=True)", "@dataclasses.dataclass(frozen=True, slots=True)"),
+    ]:
+        module = define(SLOTS_SUPER.replace("@SLOTS", slots), spelling, decorator)
+        try:
+            child = module.Child(jnp.ones(1), jnp.zeros(1))
+        except TypeError as error:
+            outcomes.append(type(error))
+        else:
+            outcomes.append(None)
+            assert child.x.tolist() == [1.0] and child.y.tolist() == [0.0]
+    assert outcomes[0] is outcomes[1]
+    if sys.version_info >= (3, 14):
+        assert outcomes == [None, None]
