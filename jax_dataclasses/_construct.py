@@ -21,7 +21,7 @@ from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
 from jax_dataclasses._frozen import begin_construction, end_construction, is_initvar
 from jax_dataclasses._registry import LAYOUT_ATTR, layout_of
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
-from jax_dataclasses._subclasses import check_registered, raise_unregistered
+from jax_dataclasses._subclasses import check_constructible, raise_unregistered
 from jax_dataclasses._user_warning import warn_once
 
 
@@ -75,7 +75,7 @@ def init_source(cls: type, statics: tuple[str, ...], pending: bool = False) -> F
         "__jdc_setattr": object.__setattr__,
         "__jdc_type": type,
         "__jdc_cls": cls,
-        "__jdc_registered": check_registered,
+        "__jdc_registered": check_constructible,
         "__jdc_factory": _HAS_DEFAULT_FACTORY,
         "__jdc_ok": OK_TYPES,
         "__jdc_check": check_static_value,
@@ -83,8 +83,9 @@ def init_source(cls: type, statics: tuple[str, ...], pending: bool = False) -> F
     }
     signature = [this]
     body = [f"if __jdc_type({this}) is not __jdc_cls: __jdc_registered({this})"]
-    if pending:
+    if pending:  # First: the class itself may be refused.
         body.append(f"__jdc_cls.{LAYOUT_ATTR}.settle()")
+    checks = len(body)
     for f in params:
         if f.kw_only and "*" not in signature:
             signature.append("*")
@@ -117,7 +118,7 @@ def init_source(cls: type, statics: tuple[str, ...], pending: bool = False) -> F
             body.append(f"{f.name} = {default}")
         elif not post_init:  # Refused when constructed (a subclass's `__post_init__` may set it).
             helpers["__jdc_unset"] = raise_unset
-            body.insert(1, f"__jdc_unset(__jdc_type({this}), {f.name!r})")
+            body.insert(checks, f"__jdc_unset(__jdc_type({this}), {f.name!r})")
             continue
         else:
             continue
@@ -196,7 +197,7 @@ def wrap_own_init(init: Callable[..., None]) -> Callable[..., None]:
             init(self, *args, **kwargs)
             return
         try:
-            check_registered(self)
+            check_constructible(self)
             init(self, *args, **kwargs)
         finally:
             end_construction(started)
@@ -279,8 +280,6 @@ def check_fields(obj: object) -> None:
     layout = layout_of(cls)
     if layout is None:
         raise_unregistered(cls)
-    if layout.pending:
-        layout.settle()
     for name in layout.fields:
         try:
             value = getattr(obj, name)

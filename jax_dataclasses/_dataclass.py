@@ -9,6 +9,7 @@ install them in one place, register the class with JAX. Undecorated subclasses g
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -282,6 +283,7 @@ def _hash_naming_the_field(generated: Callable[[object], int]) -> Callable[[obje
     """The hash `dataclasses` generated, whose error for an unhashable field (an array) says
     which field, and why something hashed the instance."""
 
+    @functools.wraps(generated)
     def __hash__(self: object) -> int:
         try:
             return generated(self)

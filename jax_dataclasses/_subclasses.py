@@ -109,8 +109,12 @@ def undecorated_init(cls: type, own: Callable[..., None] | None) -> Callable[...
     return __init__
 
 
-def check_registered(obj: object) -> None:
-    """An inherited `__init__` is constructing `obj`: its class must be a registered pytree."""
+def check_constructible(obj: object) -> None:
+    """An inherited or own `__init__` is about to construct `obj`: its class must be a
+    registered pytree, with its pending annotations settled (`Layout.settle`)."""
     cls = type(obj)
-    if layout_of(cls) is None:
+    layout = layout_of(cls)
+    if layout is None:
         raise_unregistered(cls)
+    if layout.pending:
+        layout.settle()

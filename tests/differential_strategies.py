@@ -47,6 +47,12 @@ class FieldSpec:
     """`field(kw_only=...)`; None: not given."""
     call: bool = False
     """Spell a plain default as `field(default=...)`."""
+    type: Literal["int", "later", "checker", "alias_before", "alias_after"] = "int"
+    """The annotated type (inside `Static[...]` where static by annotation): `int`, a class
+    defined after the hierarchy (`Later`), a name only type checkers see (`OnlyForCheckers`,
+    never defined), an alias of `Static[int]` defined before the hierarchy (`StaticInt`), or
+    one defined after it (`StaticLater`). Names defined later need string annotations, or
+    Python 3.14's lazy ones; before 3.14 both builds fail alike with `NameError` otherwise."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +126,9 @@ def field_specs(
         init=_weighted((True, 6), (False, 1)),
         kw_only=_weighted((None, 6), (True, 1), (False, 1)),
         call=st.booleans(),
+        type=_weighted(
+            ("int", 12), ("later", 1), ("checker", 1), ("alias_before", 1), ("alias_after", 1)
+        ),
     ).map(_normalise_field)
 
 
@@ -129,7 +138,9 @@ def _normalise_field(spec: FieldSpec) -> FieldSpec:
         return FieldSpec(spec.name, "classvar", default="value")
     if spec.kind == "initvar":
         default = "value" if spec.default == "array" else spec.default
-        return dataclasses.replace(spec, static="", default=default, init=True)
+        return dataclasses.replace(spec, static="", default=default, init=True, type="int")
+    if spec.default == "array" or (spec.type.startswith("alias") and spec.static):
+        return dataclasses.replace(spec, type="int")  # An alias is the static annotation.
     return spec
 
 
@@ -277,6 +288,7 @@ def _namespace(flavour: Flavour) -> dict[str, Any]:
         "KW_ONLY": dataclasses.KW_ONLY,
         "ClassVar": typing.ClassVar,
         "Static": jdc.Static,
+        "StaticInt": jdc.Static[int],
         "dataclass": decorator,
         "record": _record,
         "snapshot": values_of,
@@ -311,6 +323,8 @@ def build(hierarchy: Hierarchy, flavour: Flavour, prefix: str) -> Built:
     built = Built(flavour, string_annotations=hierarchy.string_annotations)
     namespace = vars(MODULE)
     namespace.update(_namespace(flavour))
+    for name in DEFINED_AFTER:  # Left by the previous hierarchy.
+        namespace.pop(name, None)
     values = iter(range(100, 10_000))
     try:
         for k, level in enumerate(hierarchy.levels):
@@ -328,7 +342,15 @@ def build(hierarchy: Hierarchy, flavour: Flavour, prefix: str) -> Built:
             built.levels.append(namespace[name])
     except Exception as error:
         built.error = error
+    namespace.update(DEFINED_AFTER)
     return built
+
+
+DEFINED_AFTER: Mapping[str, object] = {
+    "Later": type("Later", (), {}),
+    "StaticLater": jdc.Static[int],
+}
+"""Names the hierarchy's annotations may use that are defined after its classes."""
 
 
 def forget(built: Built) -> None:
@@ -380,7 +402,15 @@ def _field_line(f: FieldSpec, value: int) -> str:
     elif f.default == "array":
         annotation = "Static[jax.Array]" if f.static == "annotation" else "jax.Array"
     else:
-        annotation = "Static[int]" if f.static == "annotation" else "int"
+        annotation = {
+            "int": "int",
+            "later": "Later",
+            "checker": "OnlyForCheckers",
+            "alias_before": "StaticInt",
+            "alias_after": "StaticLater",
+        }[f.type]
+        if f.static == "annotation":
+            annotation = f"Static[{annotation}]"
     default = {"": "", "value": f"{value}", "array": "jnp.zeros(())", "factory": ""}[f.default]
     args = [f"default={default}"] if default else []
     if f.default == "factory":
@@ -519,7 +549,7 @@ def static_names(fields: tuple[dataclasses.Field[Any], ...]) -> set[str]:
     for f in fields:
         metadata: Mapping[str, object] = f.metadata
         if isinstance(f.type, str):  # from __future__ import annotations
-            static = f.type.startswith("Static[")
+            static = f.type.startswith("Static[") or f.type == "StaticInt"
         else:
             static = marker in getattr(f.type, "__metadata__", ())
         by_metadata = metadata.get("static") is True or metadata.get("pytree_node") is False

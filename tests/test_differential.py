@@ -32,12 +32,15 @@ import itertools
 import os
 import pickle
 import re
+import sys
 import warnings
 import weakref
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import hypothesis
 import jax
 import pytest
 from differential_strategies import (
@@ -62,13 +65,27 @@ from load_file import load_file
 
 _EXAMPLES = int(os.environ.get("JDC_DIFFERENTIAL_EXAMPLES", "0"))
 ORACLE = settings(
-    max_examples=_EXAMPLES or 400,
-    derandomize=not _EXAMPLES,  # The normal suite: the same examples on every run.
+    max_examples=_EXAMPLES or 150,
+    database=None,  # The normal suite: the same examples on every run, from SEEDS.
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
     print_blob=True,
 )
+SEEDS = [None] if _EXAMPLES else [zlib.crc32(f"{sys.version} {n}".encode()) for n in range(3)]
+"""The normal suite's fixed seeds: three, different on each Python (CI's corners each explore
+other hierarchies); a random search (JDC_DIFFERENTIAL_EXAMPLES) has one, random."""
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def signature(obj: Any) -> inspect.Signature:
+    """`inspect.signature`; on Python 3.14 with names not defined yet as `ForwardRef`s (its
+    default evaluates annotations, and fails on a name only type checkers see)."""
+    if sys.version_info >= (3, 14):
+        import annotationlib
+
+        return inspect.signature(obj, annotation_format=annotationlib.Format.FORWARDREF)
+    return inspect.signature(obj)
+
 
 Observation = dict[str, Any]
 Outcome = tuple[str, Any]
@@ -105,7 +122,7 @@ def init_parameters(cls: type) -> tuple[list[inspect.Parameter], bool]:
         if klass is object:
             break
         init = inspect.unwrap(klass.__dict__["__init__"])
-        params = list(inspect.signature(init).parameters.values())[1:]
+        params = list(signature(init).parameters.values())[1:]
         if [p.kind for p in params] == [inspect.Parameter.VAR_KEYWORD]:
             forwarded = True
             continue
@@ -183,7 +200,7 @@ def observe(built: Built, choices: tuple[int, ...], plan: Plan | None) -> tuple[
     obs["signature"] = attempt(
         lambda: [
             (p.name, p.kind.name, repr(p.default), repr(p.annotation))
-            for p in inspect.signature(cls).parameters.values()
+            for p in signature(cls).parameters.values()
         ]
     )
     obs["fields"] = attempt(lambda: [field_summary(f) for f in dataclasses.fields(cls)])
@@ -452,6 +469,21 @@ def _initvar_names(case: Case) -> set[str]:
     return {f.name for f in declared if f._field_type is dataclasses._FIELD_INITVAR}  # type: ignore[attr-defined]
 
 
+def _static_alias_defined_after(case: Case) -> bool:
+    """Whether a field of the leaf class (as the reference collected them) is annotated with a
+    `Static` alias defined after the hierarchy: read after the class statement (a string, or
+    Python 3.14's lazy annotations; evaluated eagerly, both builds fail alike, `NameError`)."""
+    if case.expected is None or case.expected.get("construct") != ("ok", None):
+        return False  # Refused before any `__init__` (an abstract class), or defined by neither.
+    if case.reference is None or _undecorated_leaf_refused(case):
+        return False
+    leaf = case.reference.leaf
+    return dataclasses.is_dataclass(leaf) and any(
+        getattr(f.type, "__forward_arg__", f.type) == "StaticLater"
+        for f in dataclasses.fields(leaf)
+    )
+
+
 def _generated_init_class(case: Case) -> type | None:
     """The class whose generated `__init__` constructs the leaf class (following own
     `__init__`s that forward to `super().__init__`); None where another `__init__` does (an own
@@ -708,6 +740,16 @@ DIFFERENCES: tuple[Difference, ...] = (
         stage="define",
     ),
     Difference(
+        "static_alias_defined_after_the_class",
+        "A field annotated with a Static alias defined after the class is a "
+        "StaticAnnotationError at the first construction (it was made a child when the class "
+        "was created); the standard library does not look.",
+        "docs/guides/static-fields.md#writing-static",
+        applies=_static_alias_defined_after,
+        expect=lambda case, ours: ours.get("construct") == ("raises", "StaticAnnotationError"),
+        stage="refuse",
+    ),
+    Difference(
         "init_false_fields_are_leaves",
         "init=False fields are children (or static) like any other field; "
         "register_dataclass cannot register them, so the reference drops them.",
@@ -808,20 +850,23 @@ def check_unflatten(obj: Any) -> None:
 choices = st.lists(st.integers(0, 15), min_size=1, max_size=8).map(tuple)
 
 
-@ORACLE
-@given(hierarchies(), choices)
-def test_hierarchies_behave_as_frozen_dataclasses(
-    hierarchy: Hierarchy, plan: tuple[int, ...]
-) -> None:
-    check(hierarchy, plan)
+def run_oracle(strategy: st.SearchStrategy[Hierarchy], seed: int | None, examples: int) -> None:
+    @settings(ORACLE, max_examples=examples)
+    @given(strategy, choices)
+    def oracle(hierarchy: Hierarchy, plan: tuple[int, ...]) -> None:
+        check(hierarchy, plan)
+
+    (oracle if seed is None else hypothesis.seed(seed)(oracle))()
 
 
-@settings(ORACLE, max_examples=_EXAMPLES // 4 or 100)
-@given(hierarchies(assign=st.just("self")), choices)
-def test_self_assignment_does_what_object_setattr_does(
-    hierarchy: Hierarchy, plan: tuple[int, ...]
-) -> None:
-    check(hierarchy, plan)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_hierarchies_behave_as_frozen_dataclasses(seed: int | None) -> None:
+    run_oracle(hierarchies(), seed, _EXAMPLES or 150)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_self_assignment_does_what_object_setattr_does(seed: int | None) -> None:
+    run_oracle(hierarchies(assign=st.just("self")), seed, _EXAMPLES // 4 or 40)
 
 
 F = FieldSpec
