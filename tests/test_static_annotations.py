@@ -378,3 +378,53 @@ def test_static_marks_reach_the_messages_and_1_6_checkpoints_through_a_wrapper()
     assert saved == [2, 3.0]
     with pytest.raises(TypeError, match=r"remove pytree_node=False from its field metadata"):
         jax.jit(lambda v: Marked(1, v))(jnp.ones(2))
+
+
+LITERAL_AND_METADATA = """
+from typing import Annotated, Literal
+import jax
+import jax_dataclasses as jdc
+from jax_dataclasses import Static
+
+@jdc.pytree_dataclass
+class Body:
+    x: jax.Array
+    kind: jdc.Static[Literal["Static", "Kinetic"]] = "Static"
+    mode: Literal["Static", "Kinetic"] = "Kinetic"
+    note: Annotated[int, "Static"] = 0
+
+@jdc.jit
+def step(
+    x: jax.Array,
+    kind: jdc.Static[Literal["Static", "Kinetic"]],
+    flag: Literal["Static"] | None = None,
+) -> jax.Array:
+    return x + (1 if kind == "Static" else 2)
+"""
+
+
+@pytest.mark.parametrize("future", [True, False])
+def test_literal_values_and_annotated_metadata_are_values_not_annotations(future: bool) -> None:
+    """`Literal["Static"]` after `from jax_dataclasses import Static` names a string."""
+    namespace: dict[str, object] = {}
+    header = "from __future__ import annotations\n" if future else ""
+    exec(compile(header + LITERAL_AND_METADATA, "<literal>", "exec"), namespace)
+    body = namespace["Body"]
+    assert statics(body) == ("kind",)  # type: ignore[arg-type]
+    assert children(body) == ("x", "mode", "note")  # type: ignore[arg-type]
+    step = namespace["step"]
+    assert step(jnp.zeros(1), "Static").tolist() == [1.0]  # type: ignore[operator]
+    assert step(jnp.zeros(1), "Kinetic").tolist() == [2.0]  # type: ignore[operator]
+
+
+def test_a_static_alias_in_the_class_body_is_resolved_there() -> None:
+    # The future import (this module's) makes `Int` a string: resolved in the class body
+    # first, as `typing.get_type_hints` and jax_dataclasses 1.6.3 do (and Python without it).
+    @jdc.pytree_dataclass
+    class Solver:
+        Int = jdc.Static[int]
+        x: jax.Array
+        iters: Int = 3
+
+    assert statics(Solver) == ("iters",)
+    assert len(jax.tree.leaves(Solver(jnp.zeros(2)))) == 1
