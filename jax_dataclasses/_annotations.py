@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import dataclasses
 import inspect
+import re
 import sys
 import threading
 import typing
@@ -272,6 +274,24 @@ else:
     def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
         """`inspect.signature(fn)`: annotations as they were evaluated (or strings)."""
         return inspect.signature(fn)
+
+
+_PSEUDO_FIELD_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?(ClassVar|InitVar)\b")
+
+
+def pseudo_field_kind(annotation: object) -> str | None:
+    """ "ClassVar" or "InitVar" if `annotation` declares one (not a field: `dataclasses` gives
+    neither a field's default checks), from the object or its source; else None."""
+    if isinstance(annotation, typing.ForwardRef):
+        annotation = annotation.__forward_arg__
+    if isinstance(annotation, str):
+        match = _PSEUDO_FIELD_SOURCE.match(annotation)
+        return match.group(1) if match else None
+    if annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar:
+        return "ClassVar"
+    if annotation is dataclasses.InitVar or isinstance(annotation, dataclasses.InitVar):
+        return "InitVar"
+    return None
 
 
 def defining_scope(

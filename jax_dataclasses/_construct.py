@@ -259,13 +259,24 @@ def run_post_init(obj: object, derived: tuple[str, ...], *initvars: object) -> N
 
 
 def _warn_derived(cls: type, name: str) -> None:
+    layout = layout_of(cls)
+    if layout is not None and name in layout.statics:
+        what = (
+            "it is static (part of the tree structure), and JAX rebuilds objects without "
+            "running __post_init__, so when the fields it is computed from change (jax.tree.map, "
+            "an optimizer update, copy_and_mutate) it keeps its old value"
+        )
+    else:
+        what = (
+            "it is a leaf of the pytree, and JAX rebuilds objects without running "
+            "__post_init__, so jax.grad does not reach the fields it is computed from, and "
+            "after jax.tree.map (an optimizer update) it keeps its old value"
+        )
     warn_once(
         cls,
         name,
-        f"field {name!r} of {cls.__qualname__} has init=False and __post_init__ sets it: it is "
-        "a leaf of the pytree, and JAX rebuilds objects without running __post_init__, so "
-        "jax.grad does not reach the fields it is computed from, and after jax.tree.map (an "
-        "optimizer update) it keeps its old value. (jax_dataclasses 1.6 left init=False "
+        f"field {name!r} of {cls.__qualname__} has init=False and __post_init__ sets it: "
+        f"{what}. (jax_dataclasses 1.6 left init=False "
         "fields out of the tree and ran __post_init__ again.) If it is derived from other "
         "fields, make it a @property or compute it where it is used; if it is state, silence "
         f'this: warnings.filterwarnings("ignore", "field {name!r} of {cls.__qualname__}", '

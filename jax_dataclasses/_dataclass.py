@@ -23,6 +23,7 @@ from jax_dataclasses._annotations import (
     StaticAnnotationError,
     class_annotations,
     defining_scope,
+    pseudo_field_kind,
     signature_of,
     static_decision,
     static_metadata_key,
@@ -501,11 +502,11 @@ Hidden = dict[str, tuple[object, "dataclasses.Field[object] | None"]]
 
 def _hide_array_defaults(cls: type) -> Hidden:
     hidden: Hidden = {}
-    for name in class_annotations(cls):
+    for name, annotation in class_annotations(cls).items():
         value: object = getattr(cls, name, None)  # Inherited too, as `dataclasses` reads them.
         field = cast("dataclasses.Field[object]", value) if _is_field(value) else None
         default = value if field is None else field.default
-        if isinstance(default, np.ndarray):
+        if isinstance(default, np.ndarray) and pseudo_field_kind(annotation) is None:
             raise ValueError(
                 f"field {name!r} of {cls.__qualname__} has a NumPy array as its default, which "
                 "is mutable and would be shared by every instance. Use a JAX array "

@@ -10,14 +10,11 @@ generated `__init__` use them to explain a class that was never registered.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
-from typing import ClassVar, NoReturn
+from typing import NoReturn
 
-from jax_dataclasses._annotations import class_annotations
+from jax_dataclasses._annotations import class_annotations, pseudo_field_kind
 from jax_dataclasses._registry import layout_of
-
-_CLASSVAR_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?ClassVar\b")
 
 
 def new_fields(sub: type) -> list[str]:
@@ -58,12 +55,8 @@ def _annotated_names(cls: type) -> list[str]:
     """Annotated names a class body declares itself, other than `ClassVar`s."""
     names: list[str] = []
     for name, annotation in class_annotations(cls).items():
-        if isinstance(annotation, str):
-            if _CLASSVAR_SOURCE.match(annotation):
-                continue
-        elif annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar:
-            continue
-        names.append(name)
+        if pseudo_field_kind(annotation) != "ClassVar":
+            names.append(name)
     return names
 
 

@@ -7,7 +7,9 @@ the standard library's frozen dataclass, and the two must agree (fields, `__init
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import typing
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -427,3 +429,52 @@ def test_a_base_field_redeclared_as_initvar_may_still_be_set_by_the_bases_init(
     assert (ours.a, ours.b) == (std.a, std.b) == (1, 2)
     assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(std)]
     assert jax.tree.leaves(ours) == [2]
+
+
+def test_numpy_values_on_classvars_and_initvars_are_accepted_like_the_standard_library() -> None:
+    """Only fields get the mutable-default check (ours names the field; see the next test)."""
+    import numpy as np
+
+    def build(decorate: Callable[..., Any]) -> Any:
+        @decorate
+        class Weighted:
+            WEIGHTS: typing.ClassVar[np.ndarray] = np.array([1.0, 2.0])
+            x: jax.Array
+            scale: dataclasses.InitVar[np.ndarray] = np.array(3.0)  # type: ignore[assignment]
+
+            def __post_init__(self, scale: np.ndarray) -> None:
+                object.__setattr__(self, "x", self.x * scale)
+
+        return Weighted
+
+    ours = build(jdc.pytree_dataclass)
+    std = build(functools.partial(dataclasses.dataclass, frozen=True))
+    assert ours(jnp.ones(2)).x.tolist() == std(jnp.ones(2)).x.tolist() == [3.0, 3.0]
+    assert ours.WEIGHTS.tolist() == [1.0, 2.0]
+    assert jax.tree.leaves(ours(jnp.ones(1)))[0].tolist() == [3.0]
+
+
+def test_a_numpy_field_default_is_still_refused_naming_the_field() -> None:
+    import numpy as np
+
+    with pytest.raises(ValueError, match=r"field 'w' of \S*Model has a NumPy array"):
+
+        @jdc.pytree_dataclass
+        class Model:
+            w: np.ndarray = np.zeros(2)
+
+
+def test_the_derived_field_warning_for_a_static_field_says_it_is_static() -> None:
+    @jdc.pytree_dataclass
+    class Derived:
+        n: int
+        double: jdc.Static[int] = jdc.field(init=False)
+
+        def __post_init__(self) -> None:
+            self.double = 2 * self.n
+
+    with pytest.warns(jdc.DerivedFieldWarning) as caught:
+        Derived(1)
+    message = str(caught[0].message)
+    assert "field 'double' of" in message and "Derived" in message
+    assert "it is static" in message and "a leaf" not in message
