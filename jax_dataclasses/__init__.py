@@ -5,6 +5,9 @@ __version__ = "2.0.0"  # The one place: pyproject.toml reads it.
 from dataclasses import asdict, astuple, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
+# 1.6's __init__ bound these private modules as attributes, and code built on them uses them so.
+from jax_dataclasses import _copy_and_mutate as _copy_and_mutate
+from jax_dataclasses import _dataclasses as _dataclasses
 from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._checkpoints_1_6 import from_v1_6_layout, v1_6_layout
 from jax_dataclasses._construct import DerivedFieldWarning

@@ -29,10 +29,21 @@ T = TypeVar("T")
 
 
 class _StaticMarker:
-    """The metadata object that `Static[T]` carries inside `Annotated`."""
+    """The metadata object that `Static[T]` carries inside `Annotated`.
+
+    It compares and hashes as 1.6's marker string (`LEGACY_STATIC_MARKER`), so that code
+    written against 1.6's private `_dataclasses.JDC_STATIC_MARKER` (`marker in
+    hint.__metadata__`) sees our `Static` fields as static.
+    """
 
     def __repr__(self) -> str:
         return "jax_dataclasses.Static"
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or other == LEGACY_STATIC_MARKER
+
+    def __hash__(self) -> int:
+        return hash(LEGACY_STATIC_MARKER)
 
 
 STATIC_MARKER = _StaticMarker()

@@ -36,6 +36,7 @@ from jax_dataclasses._annotations import (
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _jax_jit = cast("Callable[..., Any]", jax.jit)  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stubs
 _POSITIONAL = (Parameter.POSITIONAL_ONLY, Parameter.POSITIONAL_OR_KEYWORD)
@@ -62,9 +63,10 @@ class JitOptions(TypedDict, total=False):
 class JitDecorator(Protocol):
     """What `jit(**options)` returns: a decorator with the same typing as `jit(fn)`.
 
-    A jitted function is typed as the function itself (`Callable[_P, _R]`): only a function type
-    is bound by both mypy and pyright exactly like the function it replaces, as a method
-    (including `Self` return types), under `@staticmethod` and above `@classmethod`. Its
+    A jitted function is typed as the function itself (its own type, as in 1.6): so it is bound
+    by both mypy and pyright exactly like the function it replaces, as a method (including
+    `Self` return types), under `@staticmethod` and above `@classmethod`, and keeps every
+    overload of an overloaded function. Its
     `lower`, `trace` and `eval_shape` exist at run time but are not visible to checkers.
     """
 
@@ -75,7 +77,7 @@ class JitDecorator(Protocol):
     def __call__(self, fn: classmethod[_T, _P, _R], /) -> classmethod[_T, _P, _R]: ...
 
     @overload
-    def __call__(self, fn: Callable[_P, _R], /) -> Callable[_P, _R]: ...
+    def __call__(self, fn: _F, /) -> _F: ...
 
 
 @overload
@@ -89,7 +91,11 @@ def jit(
 
 
 @overload
-def jit(fn: Callable[_P, _R], /, **options: Unpack[JitOptions]) -> Callable[_P, _R]: ...
+def jit(fn: _F, /, **options: Unpack[JitOptions]) -> _F: ...
+
+
+@overload
+def jit(*, fun: _F, **options: Unpack[JitOptions]) -> _F: ...
 
 
 @overload
@@ -127,6 +133,8 @@ def jit(fn: Any = None, /, **options: Any) -> Any:
         >>> tile(jnp.ones(2), 3).shape
         (6,)
     """
+    if fn is None and "fun" in options:  # 1.6's keyword: `jit(fun=f)`.
+        fn = options.pop("fun")
     if fn is None:
         return cast(JitDecorator, functools.partial(_jit, options=options))
     return _jit(fn, options=options)

@@ -620,3 +620,12 @@ def test_any_mix_of_parameter_kinds(params: list[tuple[str, bool, int]], by_keyw
 def test_callable_object_statics_resolve_in_its_class_module() -> None:
     step = future.jit_callable_object_in_a_function()
     np.testing.assert_array_equal(step(jnp.ones(2), 3), jnp.full(2, 3.0))
+
+
+def test_the_function_may_be_passed_by_1_6s_keyword() -> None:
+    def repeat(x: jax.Array, times: jdc.Static[int]) -> jax.Array:
+        return jnp.tile(x, times)
+
+    jitted = jdc.jit(fun=repeat)  # 1.6's parameter was `fun`: the jitted function, not a decorator
+    assert jitted(jnp.ones(1), 3).tolist() == [1.0, 1.0, 1.0]
+    assert jdc.jit(fun=repeat, inline=True)(jnp.ones(1), 2).shape == (2,)

@@ -1,7 +1,7 @@
 """`jit` and `jit(**options)` on functions keep their parameters and return type."""
 
 from collections.abc import Callable
-from typing import assert_type
+from typing import assert_type, overload
 
 import jax
 from _arrays import ones, zeros
@@ -31,6 +31,18 @@ def power(x: jax.Array, *, exponent: jdc.Static[int]) -> jax.Array:
 
 fast_power = jdc.jit(power)
 donating_power = jdc.jit(power, donate_argnums=0)
+by_keyword = jdc.jit(fun=power)  # 1.6's keyword
+
+
+@overload
+def halve(x: jax.Array) -> jax.Array: ...
+@overload
+def halve(x: float) -> float: ...
+def halve(x: jax.Array | float) -> jax.Array | float:
+    return x / 2
+
+
+fast_halve = jdc.jit(halve)  # Every overload kept, as 1.6's typing kept them.
 
 assert_type(scale(ones(2), 2.0), jax.Array)
 assert_type(scale(x=ones(2), factor=2.0), jax.Array)
@@ -38,6 +50,9 @@ assert_type(update(State(ones(2), zeros()), ones(2)), State)
 assert_type(update(State(ones(2), zeros()), ones(2), lr=0.5).step, jax.Array)
 assert_type(fast_power(ones(2), exponent=2), jax.Array)
 assert_type(donating_power(ones(2), exponent=3), jax.Array)
+assert_type(by_keyword(ones(2), exponent=2), jax.Array)
+assert_type(fast_halve(ones(2)), jax.Array)
+assert_type(fast_halve(2.0), float)
 
 
 def returns_array() -> str:
