@@ -178,6 +178,7 @@ def main() -> None:
         print(line)
     construction_in_open_blocks(args.rounds)
     nested_blocks(args.rounds)
+    replaced_items(args.rounds)
 
 
 @jdc.pytree_dataclass
@@ -231,6 +232,50 @@ def nested_blocks(rounds: int) -> None:
         f"100 nested blocks (one layer each): {outside:.0f} us outside any block, {inside:.0f} us "
         f"inside a block over a model of 16,000 layers (ratio {inside / outside:.2f}x)"
     )
+
+
+@jdc.pytree_dataclass
+class Stage:
+    """A layer holding its sub-modules in a list (the case whose check was quadratic)."""
+
+    parts: list[Linear]
+
+
+def replaced_items(rounds: int) -> None:
+    """Replacing one list item in each of K layers inside a validated block
+    (`stages[i].parts[0] = ...`), against the same number of field assignments
+    (`stages[i].parts[0].w = ...`): the end-of-block check is linear in the size of the copy,
+    so the time per replaced item stays flat as K grows (issue 26 item 5: it searched the
+    copy once per replaced item, 0.77 s for 1,000)."""
+    print("\n| replaced items K | list items replaced (ms) | fields assigned (ms) | us per item |")
+    print("|---|---|---|---|")
+    new_w = jnp.full((4, 4), 2.0)
+
+    def linear() -> Linear:
+        return Linear(jnp.zeros((4, 4)), jnp.zeros(4))
+
+    for k in (10, 100, 1_000, 10_000):
+        stages = [Stage([linear()]) for _ in range(k)]
+        fresh = [linear() for _ in range(k)]
+
+        def replace_items(stages: list[Stage] = stages, fresh: list[Linear] = fresh) -> object:
+            with jdc.copy_and_mutate(stages) as copy:
+                for stage, part in zip(copy, fresh, strict=True):
+                    stage.parts[0] = part
+            return copy
+
+        def assign_fields(stages: list[Stage] = stages) -> object:
+            with jdc.copy_and_mutate(stages) as copy:
+                for stage in copy:
+                    stage.parts[0].w = new_w
+            return copy
+
+        runs = {"items": replace_items, "fields": assign_fields}
+        times = median_us(runs, 1, max(3, rounds // (1 + k // 1_000)))
+        print(
+            f"| {k:,} | {times['items'] / 1e3:.1f} | {times['fields'] / 1e3:.1f} | "
+            f"{times['items'] / k:.1f} |"
+        )
 
 
 if __name__ == "__main__":

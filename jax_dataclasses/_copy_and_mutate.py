@@ -11,9 +11,9 @@ libraries import it from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from jax.tree_util import DictKey, SequenceKey
 
@@ -25,12 +25,17 @@ from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
     keyed_children,
+    keyed_level,
     keystr,
     one_level,
-    tree_flatten_with_path,
+    tree_flatten,
     type_of,
 )
-from jax_dataclasses._validate import check_replacement
+from jax_dataclasses._validate import (
+    check_leaf_at_block_end,
+    leaf_difference,
+    refuse_at_block_end,
+)
 
 T = TypeVar("T")
 
@@ -122,12 +127,10 @@ def _open_block(obj: T, validate: bool) -> Generator[T, None, None]:
     try:
         with mutable(dict.fromkeys(map(id, created), block.assign)):
             yield copy
+        if validate:  # The block keeps the copy's nodes alive (their ids unique) until here.
+            _check_copy(copy, block, containers)
     finally:
         block.close()
-    if validate:
-        origin = dict(zip(map(id, created), sources, strict=True))
-        origin.update((id(new), old) for new, old in containers)
-        _check_containers(copy, containers, origin)
 
 
 class _Block:
@@ -140,19 +143,27 @@ class _Block:
     int into an int32 field, then a float32 array, would otherwise pass.
     """
 
-    __slots__ = ("objects", "source_of", "sources", "validate")
+    __slots__ = ("assigned", "objects", "source_of", "sources", "validate")
 
     def __init__(self, validate: bool, objects: list[object], sources: list[object]) -> None:
         self.validate = validate
         self.objects: list[object] | None = objects  # Alive while open: their ids stay unique.
         self.sources = sources  # sources[i] is the original that objects[i] copies.
         self.source_of: dict[int, object] | None = None  # Built at the first validated check.
+        self.assigned: dict[int, object] = {}  # The objects assigned to (validated), by id.
 
     def close(self) -> None:
         """Refuse from now on, and let go of the copy (a task may outlive the block)."""
         self.objects = None
         self.sources = []
         self.source_of = None
+        self.assigned = {}
+
+    def original_of(self) -> dict[int, object]:
+        """The original each of the block's new dataclasses copies, by the new one's id."""
+        if self.source_of is None:
+            self.source_of = dict(zip(map(id, self.objects or ()), self.sources, strict=True))
+        return self.source_of
 
     def assign(self, obj: object, name: str, value: object) -> None:
         """Assign a field of one of the block's objects, validated against its original."""
@@ -164,9 +175,8 @@ class _Block:
         if not self.validate:
             assign_field(obj, name, value, False)
             return
-        if self.source_of is None:
-            self.source_of = dict(zip(map(id, self.objects), self.sources, strict=True))
-        assign_field(obj, name, value, True, self.source_of[id(obj)])
+        self.assigned[id(obj)] = obj
+        assign_field(obj, name, value, True, self.original_of()[id(obj)])
 
 
 class _Dataclass:
@@ -174,10 +184,11 @@ class _Dataclass:
 
     The functions stay right if the class is registered again (while it is created)."""
 
-    __slots__ = ("read", "rebuild")
+    __slots__ = ("read", "read_keyed", "rebuild")
 
     def __init__(self, layout: Layout) -> None:
         self.read: Flatten = layout.flatten
+        self.read_keyed: Flatten = layout.flatten_with_keys
         self.rebuild: Unflatten = layout.unflatten
 
 
@@ -214,7 +225,7 @@ def _structural_copy(
 ) -> tuple[T, list[object], list[object], list[tuple[Any, Any]]]:
     """Copy every pytree node of `tree` (keeping its leaves); also return the new dataclasses
     and, in the same order, the originals they copy, and the other new nodes (lists, dicts,
-    tuples, custom nodes), each with the original it copies.
+    tuples, other JAX nodes), each with the original it copies.
 
     A pytree is a tree: every key path gets its own copy of the nodes on it, even where the
     original shares one object between paths (as `tree_map` and `jax.jit` do), so an
@@ -279,49 +290,204 @@ def _structural_copy(
     return copied_tree, created, sources, containers
 
 
-def _check_containers(
-    copy: object, containers: list[tuple[Any, Any]], origin: dict[int, object]
-) -> None:
-    """When a validated block ends: the lists and dicts of the copy (which no field assignment
-    sees) hold what their originals held, or values of the same structure, shapes and dtypes.
+def _check_copy(copy: object, block: _Block, containers: list[tuple[Any, Any]]) -> None:
+    """When a validated block ends: what could have changed in the copy still has the
+    original's tree structure (static values aside) and leaves' shapes and dtypes. What can
+    change without an assignment being checked: the copy's containers (lists, dicts, other
+    JAX nodes, edited in place) and the values of assigned fields (a list assigned, then
+    appended to). Each item and field value is compared with the original's, unless it is
+    that value or the copy of it (checked where it changed itself).
 
-    An item that is the original's, or the copy of it (`origin` maps a new node's id to the
-    original it copies), is known good: its fields were checked when assigned, and its own
-    lists and dicts are checked here too. Only other items are compared, leaf by leaf."""
+    Linear in the size of the copy: a leaf is compared at once; before anything else is, one
+    walk finds the key path of every node of the copy (`_paths`), which also refuses a cycle
+    (`ValueError`) before anything recurses and tells what is no longer part of the copy (and
+    so passes)."""
+    origin = block.original_of()
+    origin.update((id(new), old) for new, old in containers)
+    paths: dict[int, KeyPath] | None = None
+    for node, as_key, changes in _changeable(block, containers):
+        for key, item, was in changes:  # `key` is None where the node changed as a whole.
+            if key is not None and (
+                item is was
+                or origin.get(id(item)) is was
+                or (_is_leaf(item) and _is_leaf(was) and leaf_difference(was, item) is None)
+            ):
+                continue
+            if paths is None:
+                paths = _paths(copy)
+            if id(node) not in paths:  # No longer part of the copy.
+                continue
+            if key is not None and _unchanged(item, was):
+                continue
+            below = () if key is None else (as_key(key),)
+            _explain((*paths[id(node)], *below), item, was)
+
+
+_Changes = Iterable[tuple[Any, Any, Any]]
+"""(key below a node or None for the node itself, value in the copy, value in the original)."""
+
+
+def _changeable(
+    block: _Block, containers: list[tuple[Any, Any]]
+) -> Iterator[tuple[Any, Callable[[Any], Any], _Changes]]:
+    """Each node of the copy that may have changed without a check (the assigned dataclasses,
+    the containers), how its keys become key path entries, and what to compare: its items,
+    or itself where its own level changed (a list's length, a dict's keys, a custom node's
+    data). Keys become path entries only for a message."""
+    original_of = block.original_of()
+    for obj in block.assigned.values():
+        read = cast(_Dataclass, _KINDS[type(obj)]).read_keyed
+        pairs = zip(read(obj)[0], read(original_of[id(obj)])[0], strict=True)
+        yield obj, _same, ((key, item, was) for (key, item), (_, was) in pairs)
     for new, old in containers:
         kind = type_of(new)
+        if kind is tuple:
+            continue  # Unchangeable; its items are checked where they changed.
         if kind is list:
-            if len(new) != len(old):
-                _refuse_change(copy, new, old)
-                continue  # No longer part of the copy.
-            keys = map(SequenceKey, range(len(new)))
-            items: Iterable[tuple[Any, Any, Any]] = zip(keys, new, old, strict=True)
-        elif kind is dict:
-            if new.keys() != old.keys():
-                _refuse_change(copy, new, old)
+            if len(new) == len(old):
+                yield (
+                    new,
+                    SequenceKey,
+                    ((i, *pair) for i, pair in enumerate(zip(new, old, strict=True))),
+                )
                 continue
-            items = ((DictKey(name), item, old[name]) for name, item in new.items())
-        else:  # Tuples cannot change; custom nodes change only through their own methods.
+        elif kind is dict:
+            if new.keys() == old.keys():
+                yield new, DictKey, ((name, item, old[name]) for name, item in new.items())
+                continue
+        else:
+            children, structure = keyed_level(new)
+            old_children, old_structure = keyed_level(old)
+            if structure == old_structure:
+                pairs = zip(children, old_children, strict=True)
+                yield new, _same, ((path[0], item, was) for (path, item), (_, was) in pairs)
+                continue
+        yield new, _same, [(None, new, old)]  # Compared (and explained) as a whole.
+
+
+def _same(key: Any) -> Any:
+    return key
+
+
+def _paths(tree: object) -> dict[int, KeyPath]:
+    """The key path of every node of `tree`, by id, in one walk; `ValueError` (`_cycle_error`)
+    where a node is met again below itself."""
+    paths: dict[int, KeyPath] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[KeyPath, Any] | int] = [((), tree)]
+    while stack:
+        entry = stack.pop()
+        if type(entry) is int:  # Leaving a node.
+            on_path.discard(entry)
             continue
-        for key, item, was in items:
-            if item is not was and origin.get(id(item)) is not was:
-                path = _path_in(copy, new)
-                if path is not None:  # Still part of the copy.
-                    check_replacement((*path, key), was, item)
+        path, node = cast("tuple[KeyPath, Any]", entry)
+        level = _level(node)
+        if level is None:
+            continue
+        if id(node) in on_path:
+            raise _cycle_error(tree, node)
+        if id(node) in paths:  # Shared between paths, and walked already.
+            continue
+        paths[id(node)] = path
+        on_path.add(id(node))
+        stack.append(id(node))
+        stack.extend(((*path, key), child) for key, child in level[1] if not _is_leaf(child))
+    return paths
 
 
-def _refuse_change(copy: object, new: object, old: object) -> None:
-    path = _path_in(copy, new)
-    if path is not None:
-        check_replacement(path, old, new)
+def _unchanged(new: Any, old: Any) -> bool:
+    """Whether `new`, put into the copy where the original holds `old`, keeps its structure
+    (static values aside) and its leaves' shapes and dtypes (neither contains a cycle)."""
+    new_leaves, new_structure = tree_flatten(new)
+    old_leaves, old_structure = tree_flatten(old)
+    if new_structure != old_structure and not _same_but_statics(new, old):
+        return False
+    return all(
+        a is b or leaf_difference(b, a) is None for a, b in zip(new_leaves, old_leaves, strict=True)
+    )
 
 
-def _path_in(tree: object, node: object) -> KeyPath | None:
-    """The key path of `node` in `tree` (found by identity), or None if it is not there."""
-    for path, found in tree_flatten_with_path(tree, lambda child: child is node)[0]:
-        if found is node:
-            return path
-    return None
+def _same_but_statics(new: Any, old: Any) -> bool:
+    """Whether two trees of different treedefs differ only in static values of their pytree
+    dataclasses (which a block may change)."""
+    stack: list[tuple[Any, Any]] = [(new, old)]
+    while stack:
+        new, old = stack.pop()
+        if _is_leaf(new) or _is_leaf(old):
+            if _is_leaf(new) is not _is_leaf(old):
+                return False
+            continue
+        new_children, new_level = one_level(new)
+        old_children, old_level = one_level(old)
+        if new_level != old_level and not (
+            type(new) is type(old) and layout_of(type_of(new)) is not None
+        ):
+            return False
+        stack.extend(zip(new_children, old_children, strict=True))
+    return True
+
+
+def _is_leaf(node: object) -> bool:
+    return _kind_of(node) is None
+
+
+def _kind_of(node: object) -> _Kind | None:
+    """How `node` is copied (and compared), or None for a leaf."""
+    cls = type_of(node)
+    if cls in _LEAF_TYPES:
+        return None
+    return _KINDS.get(cls) or _kind(node)
+
+
+def _explain(path: KeyPath, new: object, old: object) -> None:
+    """Raise `MutationValidationError` for the first difference between `new`, at key path
+    `path` of the copy, and `old` (in key path order); `_unchanged` found one."""
+    stack: list[tuple[KeyPath, Any, Any]] = [(path, new, old)]
+    while stack:
+        path, new, old = stack.pop()
+        if new is old:
+            continue
+        new_level, old_level = _level(new), _level(old)
+        if new_level is None or old_level is None:
+            if new_level is not old_level:  # A leaf where a node was, or the reverse.
+                refuse_at_block_end(path, old, new)
+            check_leaf_at_block_end(path, old, new)
+            continue
+        (new_structure, new_children), (old_structure, old_children) = new_level, old_level
+        if new_structure != old_structure:
+            refuse_at_block_end(path, old, new)
+        for (key, child), (_, was) in zip(
+            reversed(new_children), reversed(old_children), strict=True
+        ):
+            stack.append(((*path, key), child, was))
+
+
+_Level = tuple[object, list[tuple[Any, Any]]]
+"""What one level of a node must keep (its class; its length or keys; a custom node's aux
+data) and its keyed children."""
+
+
+def _level(node: object) -> _Level | None:
+    """The structure and keyed children of `node`'s own level; None for a leaf."""
+    cls = type_of(node)
+    if cls in _LEAF_TYPES:
+        return None
+    kind = _KINDS.get(cls) or _kind(node)
+    if kind is None:
+        return None
+    if type(kind) is _Dataclass:  # Static values may change in a block: the class only.
+        pairs: tuple[Any, ...] = kind.read_keyed(node)[0]
+        return cls, list(pairs)
+    if kind is _LIST or kind is _TUPLE:
+        items = cast(Sequence[Any], node)
+        return (cls, len(items)), [(SequenceKey(i), item) for i, item in enumerate(items)]
+    if kind is _DICT:
+        named = cast(dict[Any, Any], node)
+        return (cls, sorted(named, key=repr)), [
+            (DictKey(name), named[name]) for name in sorted(named, key=repr)
+        ]
+    children, structure = keyed_level(node)  # Any other node: JAX's own level.
+    return structure, [(path[0], child) for path, child in children]
 
 
 def _cycle_error(tree: object, node: object) -> ValueError:
@@ -344,7 +510,7 @@ def _cycle_paths(
     for ancestor, ancestor_path in ancestors:
         if ancestor is tree:
             return (path, ancestor_path) if tree is node else None
-    if type_of(tree) in _LEAF_TYPES or (_KINDS.get(type(tree)) or _kind(tree)) is None:
+    if _kind_of(tree) is None:
         return None
     ancestors.append((tree, path))
     children = keyed_children(tree)

@@ -64,6 +64,12 @@ def one_level(tree: object) -> tuple[list[Any], Treedef]:
     return tree_flatten(tree, lambda child: child is not tree)
 
 
+def keyed_level(tree: object) -> tuple[list[tuple[KeyPath, Any]], Treedef]:
+    """The direct children of a node with their key paths (one key), and its own level's
+    treedef."""
+    return tree_flatten_with_path(tree, lambda child: child is not tree)
+
+
 def keyed_children(tree: object) -> list[tuple[KeyPath, Any]]:
     """The direct children of a node, each with its key path (one key)."""
     return tree_flatten_with_path(tree, lambda child: child is not tree)[0]

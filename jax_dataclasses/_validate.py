@@ -1,5 +1,6 @@
 """Checks that an assignment inside `copy_and_mutate(validate=True)` keeps a field's shape,
-and that the whole copy keeps the original's when the block ends.
+and the messages for what the end-of-block walk of the copy (`_copy_and_mutate._check_copy`)
+finds changed.
 
 "Shape" here means the field value's tree structure (treedef, static values of nested
 dataclasses included), each leaf's shape and each leaf's dtype. Dtypes are compared the way
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import jax.numpy as jnp
 import numpy as np
@@ -95,7 +96,7 @@ def check_assignment(cls: type, field: str, old: object, new: object) -> None:
     else:  # Two leaves (the common case of replacing one array): no treedefs to build.
         old_leaves, new_leaves = [old], [new]
     for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
-        what = None if old_leaf is new_leaf else _leaf_difference(old_leaf, new_leaf)
+        what = None if old_leaf is new_leaf else leaf_difference(old_leaf, new_leaf)
         if what is not None:
             path = tree_flatten_with_path(old, None)[0][index][0]
             raise MutationValidationError(
@@ -103,7 +104,7 @@ def check_assignment(cls: type, field: str, old: object, new: object) -> None:
             )
 
 
-def _leaf_difference(old_leaf: object, new_leaf: object) -> str | None:
+def leaf_difference(old_leaf: object, new_leaf: object) -> str | None:
     """What `new_leaf` would change about `old_leaf`: "shape", "dtype", "leaf type" or None."""
     old, new = _leaf_type(old_leaf), _leaf_type(new_leaf)
     if old is None or new is None:
@@ -252,52 +253,47 @@ def _summary(node: object) -> str:
 
 
 def _first_difference(
-    old: object, new: object, path: KeyPath, *, statics: bool = True
+    old: object, new: object, path: KeyPath
 ) -> tuple[KeyPath, object, object] | None:
-    """The key path of the outermost node where `old` and `new` differ, and both nodes there
-    (with `statics=False`, static values of pytree dataclasses may differ)."""
-    same_dataclass = not statics and type(old) is type(new) and layout_of(type(old)) is not None
+    """The key path of the outermost node where `old` and `new` differ, and both nodes there."""
     node = _one_level(old)
-    if not same_dataclass and node != _one_level(new):
+    if node != _one_level(new):
         return path, old, new
     if node.num_nodes == 1:  # A leaf, or a node without children.
         return None
     for (key, old_child), (_, new_child) in zip(
         keyed_children(old), keyed_children(new), strict=True
     ):
-        found = _first_difference(old_child, new_child, path + key, statics=statics)
+        found = _first_difference(old_child, new_child, path + key)
         if found is not None:
             return found
     return None
 
 
-def check_replacement(path: KeyPath, old: object, new: object) -> None:
-    """When a validated block ends: `new`, at key path `path` of the copy where the original
-    holds `old`, keeps its tree structure (static values aside) and the leaves' shapes and
-    dtypes. Raise `MutationValidationError` naming the key path of the first difference."""
-    old_leaves, old_structure = tree_flatten(old)
-    new_leaves, new_structure = tree_flatten(new)
-    if old_structure != new_structure:
-        found = _first_difference(old, new, (), statics=False)
-        if found is not None:
-            inner, old_part, new_part = found
-            raise MutationValidationError(
-                f"{_BLOCK_END} tree structure at key path {keystr((*path, *inner)) or '(the root)'}"
-                f": {_what_changed(old_part, new_part)}. " + _FIX.format(what="tree structure")
-            )
-    for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
-        what = None if old_leaf is new_leaf else _leaf_difference(old_leaf, new_leaf)
-        if what is not None:
-            inner = tree_flatten_with_path(old, None)[0][index][0]
-            raise MutationValidationError(
-                f"{_BLOCK_END} {what} at key path {keystr((*path, *inner))}: old "
-                f"{_describe(old_leaf)}, new {_describe(new_leaf)}. " + _FIX.format(what=what)
-            )
+def refuse_at_block_end(path: KeyPath, old: object, new: object) -> NoReturn:
+    """When a validated block ends: the copy holds `new` at key path `path` where the original
+    holds `old`, and their structures differ at their own level (static values aside).
+    Raise `MutationValidationError` naming the key path and what changed."""
+    raise MutationValidationError(
+        f"{_BLOCK_END} tree structure at key path {keystr(path) or '(the root)'}: "
+        f"{_what_changed(old, new)}. " + _FIX.format(what="tree structure")
+    )
+
+
+def check_leaf_at_block_end(path: KeyPath, old: object, new: object) -> None:
+    """When a validated block ends: leaf `new` of the copy at `path` keeps `old`'s shape and
+    dtype, or `MutationValidationError`."""
+    what = leaf_difference(old, new)
+    if what is not None:
+        raise MutationValidationError(
+            f"{_BLOCK_END} {what} at key path {keystr(path) or '(the root)'}: old "
+            f"{_describe(old)}, new {_describe(new)}. " + _FIX.format(what=what)
+        )
 
 
 _BLOCK_END = (
-    "copy_and_mutate: when the block ended, a change to a list or dict of the copy "
-    "(an item assigned, added or removed) had changed the"
+    "copy_and_mutate: when the block ended, the copy (a list, dict or other container edited "
+    "in place, or a value assigned and then changed) had changed the"
 )
 
 

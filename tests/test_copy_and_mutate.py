@@ -708,7 +708,7 @@ def test_changes_inside_containers_of_the_copy_are_validated_when_the_block_ends
     with pytest.raises(jdc.MutationValidationError) as info, copy_and_mutate(model()) as copy:
         edit(copy)
     message = str(info.value)
-    assert "when the block ended, a change to a list or dict of the copy" in message
+    assert "when the block ended, the copy" in message
     assert f"changed the {what} at key path {path}" in message
     with copy_and_mutate(model(), validate=False) as copy:
         edit(copy)
@@ -1195,3 +1195,62 @@ def test_typed_prng_keys_validate_under_jit() -> None:
 
     with pytest.raises(MutationValidationError, match=r"field 'key' of Rng"):
         corrupt(state)
+
+
+class TestEveryContainerIsCheckedWhenTheBlockEnds:
+    """Whatever created a container the copy holds at the end (the copy, or an assignment),
+    and whatever its type (dict subclasses, namedtuples, registered nodes), its final state
+    is compared with the original (issue 26 items 3, 4)."""
+
+    def test_a_list_assigned_in_the_block_then_appended_to(self) -> None:
+        with pytest.raises(MutationValidationError, match=r"at key path \.blocks: list of 3 → 4"):
+            with copy_and_mutate(model()) as copy:
+                copy.blocks = [copy.blocks[0], copy.blocks[1], copy.blocks[2]]  # validated
+                copy.blocks.append(copy.blocks[0])  # ...then changed: refused like the other
+
+    def test_a_dict_assigned_in_the_block_then_given_a_bad_item(self) -> None:
+        with pytest.raises(MutationValidationError, match=r"shape at key path \.blocks\[1\]"):
+            with copy_and_mutate(model()) as copy:
+                copy.blocks[1].params = {"scale": jnp.ones(()), "bias": [jnp.zeros(2)]}
+                copy.blocks[1].params["scale"] = jnp.ones(3)
+
+    @pytest.mark.parametrize(
+        "make",
+        [
+            collections.OrderedDict,
+            lambda items: collections.defaultdict(list, items),
+        ],
+        ids=["OrderedDict", "defaultdict"],
+    )
+    def test_dict_subclasses(self, make: Callable[[dict[str, Any]], Any]) -> None:
+        tree = Node(make({"a": jnp.zeros(2)}))
+        with pytest.raises(MutationValidationError, match=r"at key path \.value"):
+            with copy_and_mutate(tree) as copy:
+                copy.value["b"] = jnp.zeros(2)  # a new key
+        with pytest.raises(MutationValidationError, match=r"shape at key path \.value\['a'\]"):
+            with copy_and_mutate(tree) as copy:
+                copy.value["a"] = jnp.zeros(3)  # a new shape
+        with copy_and_mutate(tree) as copy:
+            copy.value["a"] = jnp.ones(2)
+        assert type(copy.value) is type(tree.value) and copy.value["a"].tolist() == [1.0, 1.0]
+
+    def test_namedtuples_and_registered_nodes_holding_lists(self) -> None:
+        tree = Node(Pair([jnp.zeros(2)], Wrapper([jnp.zeros(1)], "w")))
+        with pytest.raises(MutationValidationError, match=r"\.value\.first: list of 1 → 2"):
+            with copy_and_mutate(tree) as copy:
+                copy.value.first.append(jnp.zeros(2))
+        with pytest.raises(MutationValidationError, match=r"dtype at key path \.value\.second"):
+            with copy_and_mutate(tree) as copy:
+                copy.value.second.child[0] = jnp.zeros(1, jnp.int32)
+
+
+def test_a_cycle_through_a_list_item_is_the_documented_error_and_leaves_python_working() -> None:
+    """Issue 26 item 6: `ValueError` naming the key path, before anything recurses."""
+    with pytest.raises(ValueError, match=r"cycle.*\.blocks\[0\]\.params\['bias'\]\[0\]"):
+        with copy_and_mutate(model()) as copy:
+            copy.blocks[0].params["bias"][0] = copy
+
+    def deep(n: int) -> int:
+        return 0 if n == 0 else 1 + deep(n - 1)
+
+    assert deep(900) == 900  # The interpreter's recursion limit is intact.
