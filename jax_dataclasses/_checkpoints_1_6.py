@@ -12,12 +12,14 @@ another library's metadata (`pytree_node=False`, `static=True`) was one of its c
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, STATIC_ANNOTATION
+from jax_dataclasses._dataclasses import JDC_STATIC_MARKER, get_type_hints_partial
 from jax_dataclasses._registry import Layout, layout_of
 from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
 
@@ -128,13 +130,30 @@ def _rebuild(target: Any, restored: Any, path: KeyPath) -> Any:
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
     """The fields 1.6 saved, in field order: those `__init__` takes that 1.6 did not see as
-    static. It saw only `Static[...]` and its own field marker (`static_field()`)."""
+    static. It saw its own field marker (`static_field()`), and `Static[...]` where its reading
+    of the annotations found it: `typing.get_type_hints`, or, if that failed for any field,
+    `get_type_hints_partial` (module globals only). Neither sees a function's local names, so
+    a field annotated with a local alias under the future import was saved as a child."""
     unsaved = {
         name
         for name, mark in zip(layout.statics, layout.marks, strict=True)
-        if mark in (STATIC_ANNOTATION, LEGACY_STATIC_MARKER)
+        if mark == LEGACY_STATIC_MARKER
     }
+    if STATIC_ANNOTATION in layout.marks:
+        hints = _hints_as_1_6(layout.cls)
+        unsaved.update(
+            name
+            for name in layout.statics
+            if JDC_STATIC_MARKER in getattr(hints.get(name), "__metadata__", ())
+        )
     return tuple(f.name for f in dataclasses.fields(layout.cls) if f.init and f.name not in unsaved)
+
+
+def _hints_as_1_6(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # Any annotation may fail to evaluate; 1.6 then read them partially.
+        return get_type_hints_partial(cls, include_extras=True)
 
 
 def _map_children(tree: Any, function: Callable[[Any], Any]) -> Any:

@@ -190,3 +190,46 @@ def test_static_field_was_static_to_1_6_too() -> None:
     assert len(layout) == 1 and layout[0] is old.kp
     with pytest.raises(ValueError, match=r"Old at path .*unknown field\(s\) 'bogus'"):
         serialization.from_state_dict(Old(jnp.zeros(3)), {"kp": np.zeros(3), "bogus": 1})
+
+
+def solver_with_a_local_alias() -> type:
+    """A class whose `Static` alias is local to the function defining it. Under the future
+    import (this module's), 1.6.3's reading of annotations (`get_type_hints`, then its
+    partial fallback, with module globals only) could not see the alias: it saved `iters` as a
+    child (checked against jax_dataclasses 1.6.3 itself: flax state `{'x': ..., 'iters': 5}`,
+    two leaves)."""
+    Int = jdc.Static[int]
+
+    @jdc.pytree_dataclass
+    class Solver:
+        x: jax.Array
+        iters: Int = 5
+
+    return Solver
+
+
+@dataclasses.dataclass(frozen=True)
+class LegacySolver:
+    x: jax.Array
+    iters: int = 5
+
+
+_register_as_1_6(LegacySolver, ["x", "iters"], [])
+
+
+def test_fields_with_a_local_static_alias_were_saved_by_1_6(tmp_path: Path) -> None:
+    solver = solver_with_a_local_alias()
+    target = solver(jnp.zeros(3), iters=7)
+    assert len(jax.tree.leaves(target)) == 1  # Static for us, as intended.
+    saved = LegacySolver(jnp.arange(3.0), iters=5)
+    assert jax.tree.structure(jdc.v1_6_layout(target)) == jax.tree.structure([0, 0])
+    with ocp.StandardCheckpointer() as checkpointer:
+        checkpointer.save(tmp_path / "checkpoint", saved)
+        checkpointer.wait_until_finished()
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+        restored = checkpointer.restore(tmp_path / "checkpoint", jdc.v1_6_layout(abstract))
+    from_orbax = jdc.from_v1_6_layout(target, restored)
+    from_flax = serialization.from_state_dict(target, serialization.to_state_dict(saved))
+    for loaded in (from_orbax, from_flax):
+        np.testing.assert_array_equal(loaded.x, np.arange(3.0))
+        assert loaded.iters == 7  # static: the target's
