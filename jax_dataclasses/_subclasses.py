@@ -63,6 +63,16 @@ def _annotated_names(cls: type) -> list[str]:
 def raise_unregistered(cls: type) -> NoReturn:
     """Explain why subclass `cls` of a pytree dataclass is not a pytree itself."""
     declared = new_fields(cls)
+    decorator = _other_decorator(cls)
+    if declared and decorator is not None:
+        base = next(b for b in cls.__mro__[1:] if layout_of(b) is not None)
+        raise TypeError(
+            f"{cls.__qualname__} subclasses the pytree dataclass {base.__qualname__} and is "
+            f"decorated with {decorator}, which does not make a subclass of a pytree dataclass "
+            f"one: its fields {', '.join(declared)} would not be part of the pytree. Decorate "
+            f"it with @jdc.pytree_dataclass instead (it takes the same arguments, and flax's "
+            "field(pytree_node=False) marks a static field there too)."
+        )
     if declared:
         raise TypeError(
             f"{cls.__qualname__} subclasses a pytree dataclass and declares fields "
@@ -74,6 +84,15 @@ def raise_unregistered(cls: type) -> NoReturn:
         "because a base class's __init_subclass__ does not call super().__init_subclass__(). "
         "Decorate it with @jdc.pytree_dataclass, or make that __init_subclass__ call super()."
     )
+
+
+def _other_decorator(cls: type) -> str | None:
+    """The dataclass decorator other than ours that was applied to `cls`, if one was."""
+    if cls.__dict__.get("_flax_dataclass"):
+        return "@flax.struct.dataclass"
+    if "__dataclass_params__" in cls.__dict__:
+        return "@dataclasses.dataclass"
+    return None
 
 
 UNDECORATED_ATTR = "__jdc_undecorated__"

@@ -126,3 +126,40 @@ def test_a_class_defined_again_is_named_as_a_different_class() -> None:
     refused = pytest.raises(jdc.MutationValidationError, match=again)
     with refused, jdc.copy_and_mutate([old(jnp.ones(2))]) as layers:
         layers[0] = new(jnp.ones(2))  # into a list: checked when the block ends
+
+
+@jdc.pytree_dataclass
+class EnvParams:
+    """A library's public base class, which its users extend."""
+
+    gravity: float = 9.8
+
+
+def test_a_subclass_decorated_with_flax_struct_names_the_decorator_and_the_fix() -> None:
+    struct = pytest.importorskip("flax.struct")
+
+    @struct.dataclass
+    class CustomParams(EnvParams):
+        wind: float = 0.0
+
+    with pytest.raises(TypeError) as info:
+        CustomParams()
+    message = str(info.value)
+    assert "CustomParams subclasses the pytree dataclass EnvParams" in message
+    assert "decorated with @flax.struct.dataclass" in message and "'wind'" in message
+    assert "@jdc.pytree_dataclass instead" in message
+
+
+def test_a_subclass_decorated_with_a_frozen_dataclass_names_the_decorator_and_the_fix() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class CustomParams(EnvParams):
+        wind: float = 0.0
+
+    with pytest.raises(TypeError, match=r"decorated with @dataclasses\.dataclass.*'wind'"):
+        CustomParams()
+
+    @jdc.pytree_dataclass
+    class Fixed(EnvParams):
+        wind: float = 0.0
+
+    assert jax.tree.leaves(Fixed(wind=1.0)) == [9.8, 1.0]
