@@ -9,6 +9,9 @@ directory and environment as pytest, must find the expected copy.
 
 The command fails on a test that passes with 1.6.3 and not with this checkout, unless
 `downstream/differences.toml` lists it with its reason and the docs section that documents it.
+It also type-checks each project's source (`Project.typed`) with mypy and pyright, with 1.6.3
+and with this checkout, and fails on a diagnostic only this checkout produces, unless
+`downstream/typecheck.toml` lists it with its reason.
 Tests that cannot run here are left out by `downstream/deselected.toml`, each with its reason.
 
 Everything lives in `.downstream/` (git-ignored): the venvs (reinstalled when the pins or
@@ -68,6 +71,7 @@ class Project(NamedTuple):
     pytest_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     needs_sdf: bool = False  # Needs `gz sdf` or `ign sdf`.
+    typed: tuple[str, ...] = ()  # Its source that mypy and pyright check, in the sdist.
 
 
 PROJECTS = (
@@ -77,6 +81,7 @@ PROJECTS = (
         sha256="e8bbd61221083d618a71217b2ee35ee26d438df1ac0a67eb25292f5a6ffa7f73",
         config="setup.cfg",  # It has no pytest section: pytest's defaults.
         lock=("flax", "pytest"),  # Its `testing` extra, less pytest-cov.
+        typed=("tests",),  # Its users' code: the package itself is what is replaced.
     ),
     Project(
         name="jaxsim",  # A physics engine: deep class hierarchies, 1.6's mutability API.
@@ -89,6 +94,7 @@ PROJECTS = (
         # newer one then fail with 1.6.3 as well.
         env=(("ROD_SKIP_SDFORMAT_CHECK", "1"),),
         needs_sdf=True,
+        typed=("src/jaxsim",),
     ),
 )
 
@@ -218,6 +224,35 @@ def load_lists(root: Path = ROOT) -> tuple[list[Difference], list[Deselection], 
             problems.append(f"deselected.toml: {entry} needs a reason and `ignore` or `keyword`")
         deselections.append(deselection)
     return differences, deselections, problems
+
+
+class Allowed(NamedTuple):
+    """A diagnostic only this checkout produces, on purpose (downstream/typecheck.toml)."""
+
+    project: str
+    checker: str
+    file: str
+    code: str  # mypy's error code, pyright's rule.
+    reason: str
+
+
+def load_allowed(root: Path = ROOT) -> tuple[list[Allowed], list[str]]:
+    """downstream/typecheck.toml's entries, and what is wrong in them."""
+    with (root / "downstream" / "typecheck.toml").open("rb") as f:
+        raw = tomllib.load(f).get("allowed", [])
+    allowed: list[Allowed] = []
+    problems: list[str] = []
+    projects = {project.name for project in PROJECTS}
+    for entry in raw:
+        try:
+            item = Allowed(**entry)
+        except TypeError:
+            problems.append(f"typecheck.toml: {entry} needs exactly {Allowed._fields}")
+            continue
+        if item.project not in projects or item.checker not in ("mypy", "pyright"):
+            problems.append(f"typecheck.toml: {entry}: unknown project or checker")
+        allowed.append(item)
+    return allowed, problems
 
 
 def deselect_args(deselections: Iterable[Deselection]) -> list[str]:
@@ -397,6 +432,61 @@ def run_side(
     return read_junit(junit), int(deselected.group(1)) if deselected else 0
 
 
+Diagnostic = tuple[str, str, int, str]
+"""(checker, file relative to the sdist's root, line, mypy code or pyright rule)."""
+_MYPY_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[\w-]+)\]$")
+
+
+def typecheck(
+    project: Project, python: Path, sdist: Path, side: str, overlay: Path | None
+) -> set[Diagnostic]:
+    """mypy's and pyright's errors on the project's typed source, with 1.6.3 (`overlay`
+    searched first) or with this checkout (the checkout searched first: neither checker reads
+    setuptools' editable install); both read no configuration of the project."""
+    tree = unpack(sdist, CACHE / project.name / f"typecheck-{side}")
+    found: set[Diagnostic] = set()
+    first = overlay if overlay is not None else ROOT
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["MYPYPATH"] = str(first)
+    mypy = [str(python), "-m", "mypy", "--python-executable", str(python), "--no-incremental"]
+    mypy += ["--config-file", os.devnull, "--ignore-missing-imports", "--no-error-summary"]
+    ran = subprocess.run([*mypy, *project.typed], cwd=tree, env=env, capture_output=True, text=True)
+    for line in ran.stdout.splitlines():
+        match = _MYPY_LINE.match(line)
+        if match:
+            found.add(("mypy", match["file"], int(match["line"]), match["code"]))
+    config = tree / "pyrightconfig.json"
+    settings = {"include": list(project.typed), "extraPaths": [str(first)]}
+    config.write_text(json.dumps(settings))
+    pyright = [str(python), "-m", "pyright", "--outputjson", "-p", str(config)]
+    pyright += ["--pythonpath", str(python)]
+    ran = subprocess.run(pyright, cwd=tree, env=env, capture_output=True, text=True)
+    try:
+        report = json.loads(ran.stdout)
+    except json.JSONDecodeError:
+        log(f"{project.name}: pyright gave no report: {ran.stderr.strip()[:500]}")
+        return found | {("pyright", "(did not run)", 0, "")}
+    for diagnostic in report.get("generalDiagnostics", []):
+        if diagnostic.get("severity") == "error":
+            file = str(Path(diagnostic["file"]).relative_to(tree))
+            line = diagnostic["range"]["start"]["line"] + 1
+            found.add(("pyright", file, line, diagnostic.get("rule", "")))
+    log(f"{project.name}, {side}: {len(found)} type-checker error(s)")
+    return found
+
+
+def only_ours(
+    project: Project, reference: set[Diagnostic], ours: set[Diagnostic], allowed: list[Allowed]
+) -> tuple[list[Diagnostic], list[Diagnostic]]:
+    """The diagnostics only this checkout produces: (allowed, failing)."""
+    listed = {(a.checker, a.file, a.code) for a in allowed if a.project == project.name}
+    new = sorted(ours - reference)
+    return (
+        [d for d in new if (d[0], d[1], d[3]) in listed],
+        [d for d in new if (d[0], d[1], d[3]) not in listed],
+    )
+
+
 def reference_results(
     project: Project, python: Path, sdist: Path, overlay: Path, deselect: list[str], tool: str
 ) -> tuple[Results, int] | None:
@@ -504,8 +594,10 @@ def project_venv(project: Project, ensure_venv: EnsureVenv) -> tuple[Path, Path]
     installs = [
         ["-r", f"downstream/{project.name}.txt", "-e", "."],
         ["--no-deps", "--upgrade", "--target", str(overlay), REFERENCE],
+        # The type checkers, at the versions `python3 dev.py test` runs.
+        ["-c", "constraints.txt", "mypy", "pyright"],
     ]
-    pins = ["pyproject.toml", f"downstream/{project.name}.txt"]
+    pins = ["pyproject.toml", f"downstream/{project.name}.txt", "constraints.txt"]
     return ensure_venv(venv, pins, installs, salt=REFERENCE), overlay
 
 
@@ -549,6 +641,8 @@ def main(names: Sequence[str], ensure_venv: EnsureVenv, relock: bool = False) ->
             lock(project, ensure_venv)
         return 0
     differences, deselections, problems = load_lists()
+    allowances, allowance_problems = load_allowed()
+    problems += allowance_problems
     if problems:
         for problem in problems:
             log(f"FAILED: {problem}")
@@ -578,6 +672,21 @@ def main(names: Sequence[str], ensure_venv: EnsureVenv, relock: bool = False) ->
         files = sum(bool(d.ignore) for d in mine)
         left_out = f"{ours[1]}" + (f" + {files} file{'s' * (files > 1)}" if files else "")
         reports.append(compare(project, reference[0], ours[0], left_out, differences))
+        if project.typed:
+            before = typecheck(project, python, sdist, "reference", overlay)
+            after = typecheck(project, python, sdist, "ours", None)
+            allowed, new = only_ours(project, before, after, allowances)
+            for checker, file, line, code in allowed:
+                log(
+                    f"allowed type-checker difference {project.name} {checker} {file}:{line} [{code}]"
+                )
+            for checker, file, line, code in new:
+                problems.append(
+                    f"{project.name}: only ours: {checker} {file}:{line} [{code}] "
+                    "(not in downstream/typecheck.toml)"
+                )
+            gone = len(before - after)
+            log(f"{project.name}: {len(new)} new type-checker error(s), {gone} fewer than 1.6.3")
 
     print_table(reports, problems)
     failing = sum(len(report.failing) for report in reports)

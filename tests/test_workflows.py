@@ -238,3 +238,16 @@ def test_the_quick_loop_and_the_tour_take_what_they_need() -> None:
     ((name, command),) = dev.steps_for("test-quick", ROOT / ".venv", ["-x"])
     assert name == "pytest" and command[-3:] == ["-m", "not subprocess", "-x"]
     assert dev.TOUR.extra == "" and dev.TOUR.name != dev.NEWEST.name  # base dependencies only
+
+
+def test_downstream_type_checks_fail_on_an_error_only_ours_produces() -> None:
+    project = DOWNSTREAM.PROJECTS[0]
+    reference = {("mypy", "a.py", 3, "arg-type")}
+    ours = reference | {("pyright", "b.py", 7, "reportCallIssue"), ("mypy", "c.py", 1, "misc")}
+    allowance = DOWNSTREAM.Allowed(project.name, "mypy", "c.py", "misc", "a reason")
+    allowed, failing = DOWNSTREAM.only_ours(project, reference, ours, [allowance])
+    assert allowed == [("mypy", "c.py", 1, "misc")]
+    assert failing == [("pyright", "b.py", 7, "reportCallIssue")]
+    assert DOWNSTREAM.only_ours(project, ours, reference, []) == ([], [])  # Fewer: fine.
+    entries, problems = DOWNSTREAM.load_allowed()
+    assert problems == [] and all(entry.reason for entry in entries)
