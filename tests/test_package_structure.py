@@ -1,16 +1,23 @@
-"""The design note's lists match the code: module layers, and module-level state.
+"""The design note's lists match the code: module layers, module-level state, and writes to
+the interpreter's shared state.
 
 docs/design.md §12 lists the package's modules in layers (a module imports only modules of
-lower layers) and every module-level object the code changes after import. These tests read
-the source (never importing it) and fail when the code and the note disagree, so neither can
-drift: a new registry, lock or import direction has to be written down, with its reason.
+lower layers), every object the code changes after import, and every write to state the whole
+interpreter shares. These tests read the source (never importing it) and fail when the code
+and the note disagree, so neither can drift: a new registry, cache, lock or import direction
+has to be written down, with its reason. The checker is tested too: each kind of violation,
+planted in a copy of the package, must be reported.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "jax_dataclasses"
@@ -18,12 +25,21 @@ DESIGN = ROOT / "docs" / "design.md"
 MUTABLE_CALLS = {
     "dict", "set", "list", "bytearray", "ContextVar", "Lock", "RLock", "defaultdict",
     "OrderedDict", "deque", "WeakKeyDictionary", "WeakValueDictionary", "WeakSet", "count",
+    "local",
 }  # fmt: skip
 MUTABLE_DISPLAYS = (ast.Dict, ast.Set, ast.List, ast.DictComp, ast.SetComp, ast.ListComp)
+CACHE_DECORATORS = {"lru_cache", "cache", "cached_property"}
+SHARED_WRITES = {
+    "sys.meta_path", "sys.path", "sys.modules", "sys.path_hooks", "warnings.filterwarnings",
+    "warnings.simplefilter", "linecache.cache", "atexit.register", "os.environ",
+    "signal.signal", "sys.setrecursionlimit",
+}  # fmt: skip
+"""Interpreter-wide state: a call of one of these, or a write into one, changes it for all."""
+MUTATORS = {"append", "insert", "extend", "pop", "remove", "update", "setdefault", "clear"}
 
 
-def modules() -> dict[str, ast.Module]:
-    return {path.stem: ast.parse(path.read_text()) for path in sorted(PACKAGE.glob("*.py"))}
+def modules(package: Path = PACKAGE) -> dict[str, ast.Module]:
+    return {path.stem: ast.parse(path.read_text()) for path in sorted(package.glob("*.py"))}
 
 
 def section(title: str) -> str:
@@ -34,63 +50,252 @@ def section(title: str) -> str:
     return match.group(1)
 
 
-def imported_modules(tree: ast.Module) -> set[str]:
-    """The package modules a module imports, at the top or inside functions."""
+def imported_modules(tree: ast.Module, names: set[str]) -> set[str]:
+    """The package modules a module imports, at the top or inside functions, however spelled:
+    absolutely, relatively, the package itself (`__init__`), or by name at run time
+    (`importlib.import_module`, `__import__`: reported as `<dynamic>`). `names`: the package's
+    modules; `<outside>` for a relative import that leaves the package."""
     found: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module.startswith("jax_dataclasses."):
-                found.add(node.module.removeprefix("jax_dataclasses."))
+        if isinstance(node, ast.ImportFrom):
+            if node.level > 1:
+                found.add("<outside>")
+                continue
+            base = node.module or ""
+            if node.level == 1:
+                base = f"jax_dataclasses.{base}".rstrip(".")
+            if base == "jax_dataclasses":  # `from jax_dataclasses import X`: a module or a name.
+                found.update(a.name if a.name in names else "__init__" for a in node.names)
+            elif base.startswith("jax_dataclasses."):
+                found.add(base.removeprefix("jax_dataclasses.").partition(".")[0])
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("jax_dataclasses."):
-                    found.add(alias.name.removeprefix("jax_dataclasses."))
+                if alias.name == "jax_dataclasses":
+                    found.add("__init__")
+                elif alias.name.startswith("jax_dataclasses."):
+                    found.add(alias.name.removeprefix("jax_dataclasses.").partition(".")[0])
+        elif isinstance(node, ast.Call):
+            called = node.func
+            name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+            if name in ("import_module", "__import__") and node.args:
+                target = _constant(tree, node.args[0])
+                if target is None or target.startswith(("jax_dataclasses", ".")):
+                    found.add("<dynamic>")  # Ours, or cannot tell.
     return found
 
 
-def mutable_state(name: str, tree: ast.Module) -> set[str]:
-    """`module.NAME` for each module-level binding to a mutable object, and each name a
-    function rebinds with `global`."""
-    found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        call = value.func if isinstance(value, ast.Call) else None
-        called = call.id if isinstance(call, ast.Name) else getattr(call, "attr", None)
-        if isinstance(value, MUTABLE_DISPLAYS) or called in MUTABLE_CALLS:
-            found.update(f"{name}.{ast.unparse(target)}" for target in targets)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Global):
-            found.update(f"{name}.{global_name}" for global_name in node.names)
-    return found - {f"{name}.__all__"}  # The export list: a convention, never changed.
+def _constant(tree: ast.Module, value: ast.expr) -> str | None:
+    """A string literal, or the module-level string constant a name is bound to; else None."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    if isinstance(value, ast.Name):
+        for target, bound in _bindings(tree.body):
+            if target == value.id and isinstance(bound, ast.Constant):
+                return bound.value if isinstance(bound.value, str) else None
+    return None
 
 
-def test_modules_import_only_lower_layers() -> None:
+def layer_violations(package: Path = PACKAGE) -> list[str]:
     layers: dict[str, int] = {}
     for line in section("Layers").splitlines():
         match = re.match(r"^(\d+)\. (.*)$", line)
         if match:
             for module in re.findall(r"`([\w.]+)`", match.group(2)):
                 layers[module] = int(match.group(1))
-    found = modules()
-    assert set(layers) == set(found), "the layers list every module, and only modules"
-    wrong = [
-        f"{name} (layer {layers[name]}) imports {imported} (layer {layers[imported]})"
-        for name, tree in found.items()
-        for imported in sorted(imported_modules(tree))
-        if layers[imported] >= layers[name]
-    ]
+    found = modules(package)
+    problems = (
+        [] if set(layers) == set(found) else ["the layers list every module, and only modules"]
+    )
+    for name, tree in found.items():
+        for imported in sorted(imported_modules(tree, set(found))):
+            if imported not in layers:
+                problems.append(f"{name} imports {imported}")
+            elif layers[imported] >= layers.get(name, 0):
+                problems.append(
+                    f"{name} (layer {layers.get(name)}) imports {imported} (layer {layers[imported]})"
+                )
+    return problems
+
+
+def _is_mutable(value: ast.expr) -> bool:
+    call = value.func if isinstance(value, ast.Call) else None
+    called = call.id if isinstance(call, ast.Name) else getattr(call, "attr", None)
+    return isinstance(value, MUTABLE_DISPLAYS) or called in MUTABLE_CALLS
+
+
+def _bindings(body: list[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
+    for node in body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                yield ast.unparse(target), node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            yield ast.unparse(node.target), node.value
+
+
+def mutable_state(name: str, tree: ast.Module) -> set[str]:
+    """`module.NAME` for each module-level binding to a mutable object, each class attribute
+    bound to one (`module.Class.NAME`), each name a function rebinds with `global`, each
+    function that caches (`lru_cache`, `cache`) and each mutable default argument
+    (`module.function.argument`)."""
+    found = {f"{name}.{target}" for target, value in _bindings(tree.body) if _is_mutable(value)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.update(f"{name}.{global_name}" for global_name in node.names)
+        elif isinstance(node, ast.ClassDef):
+            found.update(
+                f"{name}.{node.name}.{target}"
+                for target, value in _bindings(node.body)
+                if _is_mutable(value) and target != "__slots__"
+            )
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                called = decorator.func if isinstance(decorator, ast.Call) else decorator
+                label = (
+                    called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+                )
+                if label in CACHE_DECORATORS:
+                    found.add(f"{name}.{node.name}")
+            arguments = node.args
+            defaults = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+            if any(_is_mutable(default) for default in defaults):
+                found.add(f"{name}.{node.name}")
+    return found - {f"{name}.__all__"}  # The export list: a convention, never changed.
+
+
+def state_differences(package: Path = PACKAGE) -> tuple[set[str], set[str]]:
+    """(found but not listed, listed but not found)."""
+    listed = set(re.findall(r"`(_?[\w]+\.[\w.]+)`", section("Module-level state")))
+    found = set().union(*(mutable_state(name, tree) for name, tree in modules(package).items()))
+    return found - listed, listed - found
+
+
+def shared_writes(tree: ast.Module) -> set[str]:
+    """The interpreter-wide state (SHARED_WRITES) a module calls into or writes."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        target: ast.expr | None = None
+        if isinstance(node, ast.Call):
+            called = node.func
+            if ast.unparse(called) in SHARED_WRITES:  # `warnings.filterwarnings(...)`
+                found.add(ast.unparse(called))
+            elif isinstance(called, ast.Attribute) and called.attr in MUTATORS:
+                target = called.value  # `sys.meta_path.insert(...)`
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            target = targets[0]
+        while isinstance(target, ast.Subscript | ast.Attribute):
+            text = ast.unparse(target)
+            if text in SHARED_WRITES:
+                found.add(text)
+                break
+            target = target.value
+    return found
+
+
+def shared_write_differences(package: Path = PACKAGE) -> tuple[set[str], set[str]]:
+    """(written but not listed, listed but not written)."""
+    listed = {name for name in SHARED_WRITES if f"`{name}`" in section("Interpreter-wide writes")}
+    found = set().union(*(shared_writes(tree) for tree in modules(package).values()))
+    return found - listed, listed - found
+
+
+def test_modules_import_only_lower_layers() -> None:
+    wrong = layer_violations()
     assert not wrong, "imports against the layers of docs/design.md:\n" + "\n".join(wrong)
 
 
 def test_module_level_state_is_the_design_notes_list() -> None:
-    listed = set(re.findall(r"`(_?[\w]+\.[\w]+)`", section("Module-level state")))
-    found = set().union(*(mutable_state(name, tree) for name, tree in modules().items()))
-    assert found == listed, (
-        f"changed after import but not in docs/design.md: {sorted(found - listed)}; "
-        f"listed but not found (or a constant of a mutable type): {sorted(listed - found)}"
+    unlisted, missing = state_differences()
+    assert not unlisted and not missing, (
+        f"changed after import but not in docs/design.md: {sorted(unlisted)}; "
+        f"listed but not found (or a constant of a mutable type): {sorted(missing)}"
     )
+
+
+def test_interpreter_wide_writes_are_the_design_notes_list() -> None:
+    unlisted, missing = shared_write_differences()
+    assert not unlisted and not missing, (
+        f"interpreter-wide state written but not in docs/design.md: {sorted(unlisted)}; "
+        f"listed but not written: {sorted(missing)}"
+    )
+
+
+# Each planted into a copy of the package: (module, code appended, what must report it).
+PLANTED = {
+    "relative import of a higher layer": ("_codegen", "from ._dataclass import _adopt", "layer"),
+    "relative import out of the package": ("_codegen", "from .. import something", "layer"),
+    "the package itself, inside it": ("_registry", "import jax_dataclasses", "layer"),
+    "a module imported by name": (
+        "_codegen",
+        "import importlib\n_late = importlib.import_module('jax_dataclasses._dataclass')",
+        "layer",
+    ),
+    "a class-level set": ("_frozen", "class _Seen:\n    objects = set()", "state"),
+    "an lru_cache": (
+        "_tree_api",
+        "import functools\n@functools.lru_cache\ndef _cached(x):\n    return x",
+        "state",
+    ),
+    "a mutable default argument": ("_printing", "def _collect(into=[]):\n    return into", "state"),
+    "a thread-local": ("_modules", "import threading\n_local = threading.local()", "state"),
+    "warnings filtered at import": (
+        "_user_warning",
+        "import warnings\nwarnings.filterwarnings('ignore')",
+        "writes",
+    ),
+    "sys.path changed": ("_modules", "sys.path.append('elsewhere')", "writes"),
+}
+
+
+@pytest.mark.parametrize("planted", PLANTED, ids=list(PLANTED))
+def test_the_checker_reports_a_planted_violation(planted: str, tmp_path: Path) -> None:
+    module, code, check = PLANTED[planted]
+    copy = tmp_path / "jax_dataclasses"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert not layer_violations(copy) and state_differences(copy) == (set(), set())
+    path = copy / f"{module}.py"
+    path.write_text(path.read_text() + "\n\n" + code + "\n")
+    reported = {
+        "layer": bool(layer_violations(copy)),
+        "state": state_differences(copy)[0] != set(),
+        "writes": shared_write_differences(copy)[0] != set(),
+    }
+    assert reported[check], f"the checker missed: {planted}"
+
+
+def defined_names(tree: ast.Module) -> set[str]:
+    """The names a module defines at its top level (and the methods of its classes, as
+    `Class.method`)."""
+    names = {target for target, _ in _bindings(tree.body)}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        if isinstance(node, ast.If):  # `if sys.version_info >= ...:` branches
+            names.update(n.name for n in node.body + node.orelse if hasattr(n, "name"))
+    return names
+
+
+def mechanism_places() -> list[str]:
+    """Each `_module` or `_module.name` that the mechanism table's "where" column names."""
+    places: list[str] = []
+    for line in section("Mechanisms").splitlines():
+        cells = line.split(" | ")
+        if len(cells) >= 4 and cells[0].startswith("| ") and cells[0][2:].strip().isdigit():
+            places += re.findall(r"`(_\w+(?:\.\w+)?)`", cells[2])
+    return places
+
+
+def test_every_mechanism_is_where_the_design_note_says() -> None:
+    found = modules()
+    places = mechanism_places()
+    assert len(places) >= 26  # The table was read.
+    missing = [
+        place
+        for place in places
+        if place.partition(".")[0] not in found
+        or (
+            place.partition(".")[2]
+            and place.partition(".")[2] not in defined_names(found[place.partition(".")[0]])
+        )
+    ]
+    assert not missing, f"the mechanism table names what the code does not have: {missing}"
