@@ -469,12 +469,10 @@ data) and its keyed children."""
 
 def _level(node: object) -> _Level | None:
     """The structure and keyed children of `node`'s own level; None for a leaf."""
-    cls = type_of(node)
-    if cls in _LEAF_TYPES:
-        return None
-    kind = _KINDS.get(cls) or _kind(node)
+    kind = _kind_of(node)
     if kind is None:
         return None
+    cls = type_of(node)
     if type(kind) is _Dataclass:  # Static values may change in a block: the class only.
         pairs: tuple[Any, ...] = kind.read_keyed(node)[0]
         return cls, list(pairs)

@@ -161,10 +161,9 @@ class LegacyGains:
 _register_as_1_6(LegacyGains, ["kp", "kd", "order"], ["clip"])
 
 
-def test_fields_static_only_by_other_metadata_were_saved_by_1_6(tmp_path: Path) -> None:
-    saved = LegacyGains(jnp.arange(3.0), kd=0.25, order=3, clip=4.0)
-    target = Gains(jnp.zeros(3), kd=0.75, order=5, clip=9.0)
-    assert jax.tree.structure(jdc.v1_6_layout(target)) == jax.tree.structure([0, 0, 0])
+def restored_as_1_6_wrote(tmp_path: Path, saved: Any, target: Any) -> tuple[Any, Any]:
+    """`saved` (a `Legacy*` object) written as 1.6 wrote it, restored into `target`: from an
+    orbax checkpoint (through `v1_6_layout`) and from a flax state dict."""
     with ocp.StandardCheckpointer() as checkpointer:
         checkpointer.save(tmp_path / "checkpoint", saved)
         checkpointer.wait_until_finished()
@@ -172,7 +171,14 @@ def test_fields_static_only_by_other_metadata_were_saved_by_1_6(tmp_path: Path) 
         restored = checkpointer.restore(tmp_path / "checkpoint", jdc.v1_6_layout(abstract))
     from_orbax = jdc.from_v1_6_layout(target, restored)
     from_flax = serialization.from_state_dict(target, serialization.to_state_dict(saved))
-    for gains in (from_orbax, from_flax):
+    return from_orbax, from_flax
+
+
+def test_fields_static_only_by_other_metadata_were_saved_by_1_6(tmp_path: Path) -> None:
+    saved = LegacyGains(jnp.arange(3.0), kd=0.25, order=3, clip=4.0)
+    target = Gains(jnp.zeros(3), kd=0.75, order=5, clip=9.0)
+    assert jax.tree.structure(jdc.v1_6_layout(target)) == jax.tree.structure([0, 0, 0])
+    for gains in restored_as_1_6_wrote(tmp_path, saved, target):
         np.testing.assert_array_equal(gains.kp, np.arange(3.0))
         assert (gains.kd, gains.order, gains.clip) == (0.75, 5, 9.0)  # static: the target's
 
@@ -223,13 +229,6 @@ def test_fields_with_a_local_static_alias_were_saved_by_1_6(tmp_path: Path) -> N
     assert len(jax.tree.leaves(target)) == 1  # Static for us, as intended.
     saved = LegacySolver(jnp.arange(3.0), iters=5)
     assert jax.tree.structure(jdc.v1_6_layout(target)) == jax.tree.structure([0, 0])
-    with ocp.StandardCheckpointer() as checkpointer:
-        checkpointer.save(tmp_path / "checkpoint", saved)
-        checkpointer.wait_until_finished()
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
-        restored = checkpointer.restore(tmp_path / "checkpoint", jdc.v1_6_layout(abstract))
-    from_orbax = jdc.from_v1_6_layout(target, restored)
-    from_flax = serialization.from_state_dict(target, serialization.to_state_dict(saved))
-    for loaded in (from_orbax, from_flax):
+    for loaded in restored_as_1_6_wrote(tmp_path, saved, target):
         np.testing.assert_array_equal(loaded.x, np.arange(3.0))
         assert loaded.iters == 7  # static: the target's

@@ -1203,16 +1203,20 @@ class TestEveryContainerIsCheckedWhenTheBlockEnds:
     is compared with the original (issue 26 items 3, 4)."""
 
     def test_a_list_assigned_in_the_block_then_appended_to(self) -> None:
-        with pytest.raises(MutationValidationError, match=r"at key path \.blocks: list of 3 → 4"):
-            with copy_and_mutate(model()) as copy:
-                copy.blocks = [copy.blocks[0], copy.blocks[1], copy.blocks[2]]  # validated
-                copy.blocks.append(copy.blocks[0])  # ...then changed: refused like the other
+        with (
+            pytest.raises(MutationValidationError, match=r"at key path \.blocks: list of 3 → 4"),
+            copy_and_mutate(model()) as copy,
+        ):
+            copy.blocks = [copy.blocks[0], copy.blocks[1], copy.blocks[2]]  # validated
+            copy.blocks.append(copy.blocks[0])  # ...then changed: refused like the other
 
     def test_a_dict_assigned_in_the_block_then_given_a_bad_item(self) -> None:
-        with pytest.raises(MutationValidationError, match=r"shape at key path \.blocks\[1\]"):
-            with copy_and_mutate(model()) as copy:
-                copy.blocks[1].params = {"scale": jnp.ones(()), "bias": [jnp.zeros(2)]}
-                copy.blocks[1].params["scale"] = jnp.ones(3)
+        with (
+            pytest.raises(MutationValidationError, match=r"shape at key path \.blocks\[1\]"),
+            copy_and_mutate(model()) as copy,
+        ):
+            copy.blocks[1].params = {"scale": jnp.ones(()), "bias": [jnp.zeros(2)]}
+            copy.blocks[1].params["scale"] = jnp.ones(3)
 
     @pytest.mark.parametrize(
         "make",
@@ -1224,31 +1228,41 @@ class TestEveryContainerIsCheckedWhenTheBlockEnds:
     )
     def test_dict_subclasses(self, make: Callable[[dict[str, Any]], Any]) -> None:
         tree = Node(make({"a": jnp.zeros(2)}))
-        with pytest.raises(MutationValidationError, match=r"at key path \.value"):
-            with copy_and_mutate(tree) as copy:
-                copy.value["b"] = jnp.zeros(2)  # a new key
-        with pytest.raises(MutationValidationError, match=r"shape at key path \.value\['a'\]"):
-            with copy_and_mutate(tree) as copy:
-                copy.value["a"] = jnp.zeros(3)  # a new shape
+        with (
+            pytest.raises(MutationValidationError, match=r"at key path \.value"),
+            copy_and_mutate(tree) as copy,
+        ):
+            copy.value["b"] = jnp.zeros(2)  # a new key
+        with (
+            pytest.raises(MutationValidationError, match=r"shape at key path \.value\['a'\]"),
+            copy_and_mutate(tree) as copy,
+        ):
+            copy.value["a"] = jnp.zeros(3)  # a new shape
         with copy_and_mutate(tree) as copy:
             copy.value["a"] = jnp.ones(2)
         assert type(copy.value) is type(tree.value) and copy.value["a"].tolist() == [1.0, 1.0]
 
     def test_namedtuples_and_registered_nodes_holding_lists(self) -> None:
         tree = Node(Pair([jnp.zeros(2)], Wrapper([jnp.zeros(1)], "w")))
-        with pytest.raises(MutationValidationError, match=r"\.value\.first: list of 1 → 2"):
-            with copy_and_mutate(tree) as copy:
-                copy.value.first.append(jnp.zeros(2))
-        with pytest.raises(MutationValidationError, match=r"dtype at key path \.value\.second"):
-            with copy_and_mutate(tree) as copy:
-                copy.value.second.child[0] = jnp.zeros(1, jnp.int32)
+        with (
+            pytest.raises(MutationValidationError, match=r"\.value\.first: list of 1 → 2"),
+            copy_and_mutate(tree) as copy,
+        ):
+            copy.value.first.append(jnp.zeros(2))
+        with (
+            pytest.raises(MutationValidationError, match=r"dtype at key path \.value\.second"),
+            copy_and_mutate(tree) as copy,
+        ):
+            copy.value.second.child[0] = jnp.zeros(1, jnp.int32)
 
 
 def test_a_cycle_through_a_list_item_is_the_documented_error_and_leaves_python_working() -> None:
     """Issue 26 item 6: `ValueError` naming the key path, before anything recurses."""
-    with pytest.raises(ValueError, match=r"cycle.*\.blocks\[0\]\.params\['bias'\]\[0\]"):
-        with copy_and_mutate(model()) as copy:
-            copy.blocks[0].params["bias"][0] = copy
+    with (
+        pytest.raises(ValueError, match=r"cycle.*\.blocks\[0\]\.params\['bias'\]\[0\]"),
+        copy_and_mutate(model()) as copy,
+    ):
+        copy.blocks[0].params["bias"][0] = copy
 
     def deep(n: int) -> int:
         return 0 if n == 0 else 1 + deep(n - 1)
