@@ -16,8 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import jax_dataclasses as jdc
 from jax_dataclasses import MutationValidationError, copy_and_mutate
@@ -1047,106 +1045,6 @@ def test_unchanged_identity_assignment_is_accepted() -> None:
     with copy_and_mutate(bar()) as copy:
         copy.children = copy.children
         copy.array = copy.array
-
-
-# -------------------------------------------------------------------------- property
-
-
-@jdc.pytree_dataclass
-class Duo:
-    left: Any
-    right: Any
-    tag: jdc.Static[str] = "duo"
-
-
-@jdc.pytree_dataclass(slots=True)
-class Solo:
-    content: Any
-
-
-arrays = st.builds(
-    lambda shape, dtype: np.zeros(shape, dtype),
-    st.lists(st.integers(1, 3), max_size=2).map(tuple),
-    st.sampled_from([np.float32, np.int32, np.float64]),
-)
-leaves = st.one_of(arrays, st.floats(-5, 5, allow_nan=False), st.none())
-
-
-def _extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.one_of(
-        st.lists(children, max_size=3),
-        st.tuples(children, children),
-        st.dictionaries(st.sampled_from("abc"), children, max_size=3),
-        st.builds(Duo, children, children, st.sampled_from(["p", "q"])),
-        st.builds(Solo, children),
-    )
-
-
-trees = st.recursive(leaves, _extend, max_leaves=10)
-
-
-def _field_paths(tree: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Paths (list index / dict key / field name) to every child field of every dataclass."""
-    found: list[tuple[Any, ...]] = []
-    if isinstance(tree, Duo | Solo):
-        for f in dataclasses.fields(tree):
-            if f.name != "tag":
-                found.append((*path, f.name))
-                found.extend(_field_paths(getattr(tree, f.name), (*path, f.name)))
-    elif isinstance(tree, list | tuple):
-        for i, child in enumerate(tree):
-            found.extend(_field_paths(child, (*path, i)))
-    elif isinstance(tree, dict):
-        for key, child in tree.items():
-            found.extend(_field_paths(child, (*path, key)))
-    return found
-
-
-def _get(tree: Any, path: tuple[Any, ...]) -> Any:
-    for step in path:
-        tree = getattr(tree, step) if isinstance(tree, Duo | Solo) else tree[step]
-    return tree
-
-
-def _rebuild(tree: Any, path: tuple[Any, ...], value: Any) -> Any:
-    """Functional update through `jdc.replace` and container copies."""
-    if not path:
-        return value
-    step, rest = path[0], path[1:]
-    if isinstance(tree, Duo | Solo):
-        return jdc.replace(tree, **{step: _rebuild(getattr(tree, step), rest, value)})
-    if isinstance(tree, dict):
-        return {**tree, step: _rebuild(tree[step], rest, value)}
-    items = list(tree)
-    items[step] = _rebuild(items[step], rest, value)
-    return type(tree)(items)
-
-
-@settings(max_examples=60, deadline=None)
-@given(tree=trees, data=st.data())
-def test_mutating_a_random_field_equals_a_functional_rebuild(
-    tree: Any, data: st.DataObject
-) -> None:
-    paths = _field_paths(tree)
-    if not paths:
-        return
-    path = data.draw(st.sampled_from(paths))
-    old = _get(tree, path)
-    # A valid replacement: the same structure, every leaf replaced by one of its shape/dtype.
-    new = jax.tree_util.tree_map(
-        lambda leaf: np.full_like(leaf, 7) if isinstance(leaf, np.ndarray) else leaf + 1.0, old
-    )
-    expected = _rebuild(tree, path, new)
-    before = jax.tree_util.tree_leaves(tree)
-    with copy_and_mutate(tree) as copy:
-        target = _get(copy, path[:-1])
-        setattr(target, path[-1], new)
-    assert jax.tree_util.tree_structure(copy) == jax.tree_util.tree_structure(expected)
-    for got, want in zip(
-        jax.tree_util.tree_leaves(copy), jax.tree_util.tree_leaves(expected), strict=True
-    ):
-        assert got is want
-    assert all(a is b for a, b in zip(jax.tree_util.tree_leaves(tree), before, strict=True))
 
 
 # ------------------------------------------------------------------------- typed PRNG keys

@@ -104,18 +104,26 @@ def _follow(tree: Any, path: tuple[Any, ...]) -> Any:
 
 
 @settings(max_examples=60, deadline=None)
-@given(trees, st.integers(0, 100))
-def test_copy_and_mutate_matches_a_functional_rebuild(tree: Any, pick: int) -> None:
+@given(trees, st.integers(0, 100), st.booleans())
+def test_copy_and_mutate_matches_a_functional_rebuild(tree: Any, pick: int, validate: bool) -> None:
+    """A field assigned at any depth gives the tree a functional rebuild gives. Validated: a
+    value of the old structure, shapes and dtypes (every leaf replaced by a new one like it);
+    not validated: anything (a string)."""
     flat = jax.tree_util.tree_flatten_with_path(tree)[0]
     fields = [path for path, _ in flat if path and isinstance(path[-1], jax.tree_util.GetAttrKey)]
     before = jax.tree_util.tree_leaves(tree)
-    with jdc.copy_and_mutate(tree, validate=False) as copy:
-        if fields:
-            path = fields[pick % len(fields)]
-            setattr(_follow(copy, path[:-1]), path[-1].name, "new")
-    if fields:
+    path = fields[pick % len(fields)] if fields else None
+
+    def new_value(old: Any) -> Any:
+        return jax.tree_util.tree_map(lambda leaf: leaf.copy(), old) if validate else "new"
+
+    with jdc.copy_and_mutate(tree, validate=validate) as copy:
+        if path is not None:
+            value = new_value(_follow(copy, path))
+            setattr(_follow(copy, path[:-1]), path[-1].name, value)
+    if path is not None:
         expected = jax.tree_util.tree_map_with_path(
-            lambda p, leaf: "new" if p == path else leaf, tree
+            lambda p, leaf: value if p == path else leaf, tree
         )
     else:
         expected = tree
