@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
-from jax_dataclasses._frozen import begin_construction, end_construction, is_initvar
+from jax_dataclasses._frozen import begin_construction, end_construction
 from jax_dataclasses._registry import LAYOUT_ATTR, layout_of
 from jax_dataclasses._static_values import OK_TYPES, check_static_value
 from jax_dataclasses._subclasses import check_constructible, raise_unregistered
@@ -31,6 +31,10 @@ class _FactorySentinel:
 
 
 _HAS_DEFAULT_FACTORY = _FactorySentinel()
+
+
+def is_initvar(f: dataclasses.Field[Any]) -> bool:
+    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)
 
 
 def _has_default(f: dataclasses.Field[Any]) -> bool:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any, NoReturn
 
+from jax_dataclasses._annotations import pseudo_field_kind
 from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._registry import layout_of
 from jax_dataclasses._static_values import check_static_value
@@ -63,16 +64,12 @@ def frozen_setattr(self: object, name: str, value: object) -> None:
     refuse_assignment(self, name)
 
 
-def is_initvar(f: dataclasses.Field[Any]) -> bool:
-    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)
-
-
 def _is_initvar_of(cls: type, name: str) -> bool:
     """Whether `name` is an `InitVar` of `cls`: an `__init__` may assign it while constructing
     (a base's, when `cls` re-declares the base's field `name` as one), as on a frozen
     dataclass; it is not part of the pytree."""
     declared: dataclasses.Field[Any] | None = getattr(cls, "__dataclass_fields__", {}).get(name)
-    return declared is not None and is_initvar(declared)
+    return declared is not None and pseudo_field_kind(declared.type) == "InitVar"
 
 
 def assign_field(

@@ -1,0 +1,93 @@
+"""How the package's rooms are used: its module count, and how often decorating one class (and
+constructing, flattening and editing it) crosses from one of our modules into another.
+
+A crossing is a call from a function of one module of the package into a function of another
+(calls into the standard library or JAX are not counted; generated code counts as
+`_codegen`'s). Fewer crossings mean a reader follows one flow in fewer files (issue 24).
+Run: `.venv/bin/python benchmarks/bench_structure.py`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+import jax_dataclasses as jdc
+
+PACKAGE = Path(jdc.__file__).resolve().parent
+
+
+def _module_of(frame: FrameType) -> str | None:
+    filename = frame.f_code.co_filename
+    if filename.startswith("<jax_dataclasses generated"):
+        return "_codegen (generated)"
+    path = Path(filename)
+    return path.stem if path.parent == PACKAGE else None
+
+
+def crossings(action: Callable[[], Any]) -> tuple[int, Counter[tuple[str, str]]]:
+    """The calls `action` makes from one of our modules into another, counted by pair."""
+    pairs: Counter[tuple[str, str]] = Counter()
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        callee, caller = _module_of(frame), _module_of(frame.f_back)
+        if callee is not None and caller is not None and callee != caller:
+            pairs[caller, callee] += 1
+
+    sys.setprofile(profile)
+    try:
+        action()
+    finally:
+        sys.setprofile(None)
+    return sum(pairs.values()), pairs
+
+
+def decorate() -> type:
+    @jdc.pytree_dataclass
+    class Layer:
+        w: jax.Array
+        b: jax.Array = jnp.zeros(2)
+        activation: jdc.Static[str] = "tanh"
+        scale: float = jdc.field(default=1.0, metadata={"static": True})
+
+        def __post_init__(self) -> None:
+            pass
+
+    return Layer
+
+
+def main() -> None:
+    modules = sorted(path.stem for path in PACKAGE.glob("*.py"))
+    print(f"{len(modules)} modules: {', '.join(modules)}")
+    layer = decorate()
+    instance = layer(jnp.ones(2))
+
+    def edit() -> None:
+        with jdc.copy_and_mutate(instance) as copy:
+            copy.w = jnp.zeros(2)
+
+    actions = {
+        "decorate a class": decorate,
+        "construct an instance": lambda: layer(jnp.ones(2)),
+        "flatten and unflatten": lambda: jax.tree.map(lambda x: x, instance),
+        "a validated copy_and_mutate edit": edit,
+    }
+    for name, action in actions.items():
+        total, pairs = crossings(action)
+        top = ", ".join(f"{a}->{b} {n}" for (a, b), n in pairs.most_common(4))
+        print(
+            f"{name}: {total} crossings between {len({m for p in pairs for m in p})} modules ({top})"
+        )
+
+
+if __name__ == "__main__":
+    main()
