@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from dataclasses import dataclass as pytree_dataclass
     from dataclasses import field as static_field
 else:
+    from jax_dataclasses._annotations import static_field
     from jax_dataclasses._dataclass import pytree_dataclass
-    from jax_dataclasses._static_field import static_field
 
 _install_flax_hooks()
 

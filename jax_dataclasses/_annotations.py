@@ -2,7 +2,10 @@
 
 Shared by dataclass fields and `jit` parameters. Only the outermost part of an annotation
 decides, so `Static[Later]` works while `Later` is still undefined; `Static` anywhere else
-(`Optional[Static[int]]`) is an error, never a silently dynamic value.
+(`Optional[Static[int]]`) is an error, never a silently dynamic value. Annotations are read as
+the standard library reads them on each Python, and a name not defined yet is decided later
+(`PendingStatic`). The other marks of static fields live here too: field metadata
+(`static_metadata_key`) and 1.x's `static_field()`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 import sys
 import threading
 import typing
+import warnings
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
@@ -23,7 +27,7 @@ from typing import Annotated, Any, Literal, TypeVar, cast
 
 import typing_extensions
 
-from jax_dataclasses._modules import module_globals
+from jax_dataclasses._codegen import module_globals
 
 T = TypeVar("T")
 
@@ -480,3 +484,40 @@ def _show(annotation: object) -> str:
     if isinstance(annotation, str):
         return annotation
     return repr(annotation).replace(repr(STATIC_MARKER), "Static").replace("typing.", "")
+
+
+# -- static_field(), 1.x's spelling --------------------------------------------------------
+# `static_field()`: the jax_dataclasses 1.x way to mark a field static, kept for existing code.
+
+
+def static_field(**kwargs: Any) -> Any:
+    """Deprecated: `dataclasses.field(**kwargs)` with field metadata that marks it static.
+
+    Takes exactly the arguments of `dataclasses.field`, and emits a `DeprecationWarning`.
+    Type checkers see it as `dataclasses.field`. Annotate the field `jdc.Static[T]` instead.
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     @jdc.pytree_dataclass
+        ...     class Old:
+        ...         x: jax.Array
+        ...         n: int = jdc.static_field(default=3)
+        >>> jax.tree.leaves(Old(jnp.zeros(2)))  # `n` is static: not a leaf
+        [Array([0., 0.], dtype=float32)]
+    """
+    warnings.warn(
+        "jdc.static_field() is deprecated: annotate the field as jdc.Static[T] instead "
+        "(for example `n: jdc.Static[int] = 3`).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    # `static=True` as other libraries spell it, and 1.6's own marker, which 1.6 checkpoints
+    # depend on: a field 1.6 saw as static was not saved (`_checkpoints_1_6.saved_by_1_6`).
+    metadata: dict[str, Any] = {
+        **(kwargs.pop("metadata", None) or {}),
+        "static": True,
+        LEGACY_STATIC_MARKER: True,
+    }
+    return dataclasses.field(metadata=metadata, **kwargs)

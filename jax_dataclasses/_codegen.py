@@ -8,19 +8,19 @@ hand-written ones. The helpers they call are bound as closure variables, never a
 module: nothing unpicklable sits in their globals (cloudpickle copies those), and no field name
 can shadow a helper. The source is registered with `linecache`, under a file name made from
 the class's name and identity (found in constant time, however many classes share the name),
-so tracebacks and `inspect` show the generated lines.
+so tracebacks and `inspect` show the generated lines. A module's namespace is found by name
+(`module_globals`), for the generated code and for the reading of string annotations.
 """
 
 from __future__ import annotations
 
 import linecache
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from jax_dataclasses._modules import module_globals
-
 FILENAME_PREFIX = "<jax_dataclasses generated "
-"""Start of the file name of every generated function (`_user_warning` skips those frames)."""
+"""Start of the file name of every generated function (`warn_at_user` skips those frames)."""
 
 
 AnnotationsOf = dict[str, Any] | Callable[[int], dict[str, object]]
@@ -31,8 +31,8 @@ class FunctionSource(NamedTuple):
     """One function to generate: `def name(*params): body`, calling `helpers`.
 
     `body` holds the lines without indentation; `annotations`, if given, become the function's
-    `__annotations__` (or, a function, its `__annotate__`). Helpers of the functions compiled together share one namespace, so a
-    name must mean the same object in each.
+    `__annotations__` (or, a function, its `__annotate__`). Helpers of the functions compiled
+    together share one namespace, so a name must mean the same object in each.
     """
 
     name: str
@@ -76,3 +76,15 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
 def tuple_source(items: Sequence[str]) -> str:
     """Python source of a tuple display with `items`: `(a, b, )`, `()`."""
     return "(" + "".join(f"{item}, " for item in items) + ")"
+
+
+# -- module namespaces ---------------------------------------------------------------------
+# The global namespace of a module, by name: what a class's generated code and its string
+# annotations see as globals (as for methods written in the class body).
+
+
+def module_globals(name: str) -> dict[str, Any]:
+    """The namespace of the module called `name`, or `{}` when none is imported under that
+    name (a class made by `exec` or `type()` may name a module that does not exist)."""
+    module = sys.modules.get(name)
+    return vars(module) if module is not None else {}

@@ -20,9 +20,8 @@ from typing import Any, NoReturn
 from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
 from jax_dataclasses._frozen import begin_construction, end_construction
 from jax_dataclasses._registry import LAYOUT_ATTR, layout_of
-from jax_dataclasses._static_values import OK_TYPES, check_static_value
+from jax_dataclasses._static_values import OK_TYPES, check_static_value, warn_once
 from jax_dataclasses._subclasses import check_constructible, raise_unregistered
-from jax_dataclasses._user_warning import warn_once
 
 
 class _FactorySentinel:

@@ -4,7 +4,7 @@ The copy has new dataclass objects and new containers, one for each key path, an
 leaves (and static values) with the original. Permission to assign to the new dataclass
 objects is granted through `_frozen.mutable`, so it lives in a `ContextVar`: it holds only in
 the current thread or asyncio task, and only until the block ends. The module also exports
-1.6's private mutability API under its 1.6 names (`_legacy_mutability`), where downstream
+1.6's private mutability API under its 1.6 names (`_frozen.Mutability`), where downstream
 libraries import it from.
 """
 
@@ -17,9 +17,9 @@ from typing import Any, TypeVar, cast
 
 from jax.tree_util import DictKey, SequenceKey
 
+from jax_dataclasses._frozen import Mutability as _Mutability
 from jax_dataclasses._frozen import assign_field, mutable
-from jax_dataclasses._legacy_mutability import Mutability as _Mutability
-from jax_dataclasses._legacy_mutability import mark_mutable as _mark_mutable
+from jax_dataclasses._frozen import mark_mutable as _mark_mutable
 from jax_dataclasses._registry import Flatten, Layout, Unflatten, layout_of
 from jax_dataclasses._tree_api import (
     KeyPath,

@@ -34,9 +34,8 @@ from jax_dataclasses._construct import (
     init_source,
     wrap_own_init,
 )
-from jax_dataclasses._frozen import frozen_delattr, frozen_setattr
+from jax_dataclasses._frozen import MUTABILITY_ATTR, Mutability, frozen_delattr, frozen_setattr
 from jax_dataclasses._install import install
-from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
 from jax_dataclasses._registry import layout_of, register, take_code, tree_sources
 from jax_dataclasses._subclasses import UNDECORATED_ATTR, new_fields, undecorated_init

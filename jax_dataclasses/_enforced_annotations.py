@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_dataclasses._annotations import class_annotations
-from jax_dataclasses._modules import module_globals
+from jax_dataclasses._codegen import module_globals
 from jax_dataclasses._registry import layout_of
-from jax_dataclasses._user_warning import warn_at_user
+from jax_dataclasses._static_values import warn_at_user
 from jax_dataclasses._validate import PYTHON_SCALARS
 
 Shape = tuple[int, ...]

@@ -5,11 +5,13 @@ Permissions live outside the instances, in `ContextVar`s, which are per thread a
 task: an object being constructed or mutated in one context stays frozen in every other. A
 context copied while a permission holds (a task created inside the block) keeps the variable's
 value but not the permission, because each permission is revoked in place when it ends.
+1.6's mutability marks on instances (`Mutability`, `mark_mutable`, at the end) come first.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
@@ -17,10 +19,10 @@ from contextvars import ContextVar, Token
 from typing import Any, NoReturn
 
 from jax_dataclasses._annotations import pseudo_field_kind
-from jax_dataclasses._legacy_mutability import MUTABILITY_ATTR, Mutability
 from jax_dataclasses._registry import layout_of
 from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._subclasses import raise_unregistered
+from jax_dataclasses._tree_api import flatten_one_level
 from jax_dataclasses._validate import check_assignment
 
 Assign = Callable[[Any, str, Any], None]
@@ -39,7 +41,7 @@ _CONSTRUCTING: ContextVar[list[object] | None] = ContextVar(
 def frozen_setattr(self: object, name: str, value: object) -> None:
     """`__setattr__` of every pytree dataclass: refused unless the object may be assigned.
 
-    1.6's marks (`_legacy_mutability`) come first: code that marks an object decides alone.
+    1.6's marks (`Mutability`, below) come first: code that marks an object decides alone.
     """
     legacy = getattr(self, MUTABILITY_ATTR, None)
     if legacy is Mutability.MUTABLE:
@@ -163,3 +165,49 @@ def is_constructing(obj: object) -> bool:
     """Whether an own `__init__` is constructing `obj` in this context."""
     constructing = _CONSTRUCTING.get()
     return bool(constructing) and constructing[0] is obj  # type: ignore[index]  # Not empty.
+
+
+# -- jax_dataclasses 1.6's mutability marks ------------------------------------------------
+# jax_dataclasses 1.6's private mutability API, kept because downstream libraries use it.
+#
+# 1.6 stored a `_Mutability` state in each instance's `__mutability__` attribute, and
+# `_mark_mutable(obj, mutable, visited)` (here `mark_mutable`) set it on `obj` and every
+# dataclass under it, in place and until marked again. Those libraries import both names from
+# `jax_dataclasses._copy_and_mutate`, read `obj.__mutability__` to restore the previous state,
+# and assign fields of marked objects outside any `copy_and_mutate` block. Marked objects are
+# assigned by `frozen_setattr`: `MUTABLE` validates like `copy_and_mutate(obj)` (fields
+# only); `MUTABLE_NO_VALIDATION` sets anything, as 1.6 did (attributes that are not fields do not
+# survive JAX transformations). New code uses `copy_and_mutate`.
+
+MUTABILITY_ATTR = "__mutability__"
+
+
+class Mutability(enum.Enum):
+    """1.6's `_Mutability`: the state `_mark_mutable` stores in `__mutability__`."""
+
+    FROZEN = enum.auto()
+    MUTABLE = enum.auto()
+    MUTABLE_NO_VALIDATION = enum.auto()
+
+
+def mark_mutable(obj: Any, mutable: Mutability, visited: set[int]) -> None:
+    """Set the mutability of `obj` and of every dataclass inside it, in place.
+
+    `visited` holds the ids of objects already marked (shared between calls to mark several
+    trees once, and what stops cycles).
+    """
+    if id(obj) in visited:
+        return
+    visited.add(id(obj))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if not hasattr(obj, "__dict__"):
+            raise TypeError(
+                f"cannot mark {type(obj).__qualname__} mutable: 1.6's mutability marks live in "
+                "the instance __dict__, which slots=True classes do not have. Use "
+                "`with jdc.copy_and_mutate(obj) as copy:` instead."
+            )
+        object.__setattr__(obj, MUTABILITY_ATTR, mutable)
+    flattened = flatten_one_level(obj)
+    if flattened is not None:
+        for child in flattened[0]:
+            mark_mutable(child, mutable, visited)

@@ -5,21 +5,26 @@ fails late with an unrelated message, and a mutable or identity-hashed value mak
 stale results or recompile every call. We catch these at construction: a traced array (no value
 to compare) is refused; the others warn, since 1.6 accepted them and code relies on that (the
 same array object compares equal to itself). The verdict is cached per type, so the common
-case costs one set lookup.
+case costs one set lookup. The warnings point at the user's line (`warn_at_user`) and come
+once per class and field (`warn_once`), as the package's other warnings do.
 """
 
 from __future__ import annotations
 
 import enum
+import os
+import sys
+import threading
 import types
+import warnings
 from typing import cast
 
 import numpy as np
 from jax import Array, core
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, STATIC_ANNOTATION
+from jax_dataclasses._codegen import FILENAME_PREFIX
 from jax_dataclasses._registry import layout_of
-from jax_dataclasses._user_warning import warn_once
 
 
 class StaticFieldWarning(UserWarning):
@@ -147,3 +152,41 @@ def check_static_value(cls: type, field: str, value: object) -> None:
         "hashable value (a tuple, a frozen dataclass, a string, a number).",
         StaticFieldWarning,
     )
+
+
+# -- warnings that point at the user's line ------------------------------------------------
+# Warnings that point at the user's line, not at ours.
+#
+# Our warnings are raised from generated code (`__init__`, finish) or through several of our
+# frames (decoration, `__init_subclass__`), so a fixed `stacklevel` would often name a line of
+# this package, where the user cannot act on it and `warnings` filters by module cannot match.
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _ours(filename: str) -> bool:
+    return filename.startswith((_PACKAGE_DIR, FILENAME_PREFIX))
+
+
+def warn_at_user(message: str, category: type[Warning]) -> None:
+    """`warnings.warn(message, category)` attributed to the first frame outside this package."""
+    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]  # Our caller.
+    level = 1
+    while frame.f_back is not None and _ours(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)
+
+
+_warned: set[tuple[type, str, type[Warning]]] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(cls: type, field: str, message: str, category: type[Warning]) -> None:
+    """`warn_at_user`, once per class, field and category in this process: a warning about a
+    class's declaration would otherwise repeat at every construction."""
+    key = (cls, field, category)
+    if key in _warned:
+        return
+    warn_at_user(message, category)
+    with _warned_lock:
+        _warned.add(key)

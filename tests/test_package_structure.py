@@ -237,13 +237,13 @@ PLANTED = {
         "state",
     ),
     "a mutable default argument": ("_printing", "def _collect(into=[]):\n    return into", "state"),
-    "a thread-local": ("_modules", "import threading\n_local = threading.local()", "state"),
+    "a thread-local": ("_codegen", "import threading\n_local = threading.local()", "state"),
     "warnings filtered at import": (
-        "_user_warning",
+        "_static_values",
         "import warnings\nwarnings.filterwarnings('ignore')",
         "writes",
     ),
-    "sys.path changed": ("_modules", "sys.path.append('elsewhere')", "writes"),
+    "sys.path changed": ("_codegen", "sys.path.append('elsewhere')", "writes"),
 }
 
 
