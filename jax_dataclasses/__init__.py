@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from jax_dataclasses import _copy_and_mutate as _copy_and_mutate
 from jax_dataclasses import _dataclasses as _dataclasses
 from jax_dataclasses._annotations import Static, StaticAnnotationError
-from jax_dataclasses._checkpoints_1_6 import from_v1_6_layout, v1_6_layout
 from jax_dataclasses._construct import DerivedFieldWarning
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import AnnotationMismatchError, EnforcedAnnotationsMixin
 from jax_dataclasses._jit import jit
 from jax_dataclasses._printing import pformat, pprint
+from jax_dataclasses._serialization import from_v1_6_layout, v1_6_layout
 from jax_dataclasses._serialization import install_flax_hooks as _install_flax_hooks
 from jax_dataclasses._static_values import StaticFieldWarning
 from jax_dataclasses._validate import MutationValidationError

@@ -514,7 +514,7 @@ def static_field(**kwargs: Any) -> Any:
         stacklevel=2,
     )
     # `static=True` as other libraries spell it, and 1.6's own marker, which 1.6 checkpoints
-    # depend on: a field 1.6 saw as static was not saved (`_checkpoints_1_6.saved_by_1_6`).
+    # depend on: a field 1.6 saw as static was not saved (`_serialization.saved_by_1_6`).
     metadata: dict[str, Any] = {
         **(kwargs.pop("metadata", None) or {}),
         "static": True,

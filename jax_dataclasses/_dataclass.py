@@ -35,9 +35,8 @@ from jax_dataclasses._construct import (
     wrap_own_init,
 )
 from jax_dataclasses._frozen import MUTABILITY_ATTR, Mutability, frozen_delattr, frozen_setattr
-from jax_dataclasses._install import install
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
-from jax_dataclasses._registry import layout_of, register, take_code, tree_sources
+from jax_dataclasses._registry import install, layout_of, register, take_code, tree_sources
 from jax_dataclasses._subclasses import UNDECORATED_ATTR, new_fields, undecorated_init
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.

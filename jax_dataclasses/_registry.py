@@ -10,7 +10,8 @@ A class is registered when it is decorated, or adopted as an undecorated subclas
 registered again while it is being created (adopted by its base's `__init_subclass__`, then
 decorated; or rebuilt by cloudpickle): JAX keeps the functions it was first given, so those
 are updated in place with the new layout's code, as they are when a class whose annotations
-named something not defined yet has settled them (`Layout.settle`).
+named something not defined yet has settled them (`Layout.settle`). Every attribute the
+package sets on a user's class goes through `install`, at the end.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from jax import tree_util
 
 from jax_dataclasses._annotations import PendingStatic
 from jax_dataclasses._codegen import FunctionSource, make_functions, tuple_source
-from jax_dataclasses._install import install
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
 Unflatten = Callable[[Any, Any], Any]
@@ -228,3 +228,18 @@ def _register_loaded(
     """A class cloudpickle rebuilds, while it restores the class's attributes."""
     register(cls, children, statics, marks)
     return cls.__dict__[LAYOUT_ATTR]  # type: ignore[no-any-return]  # Just installed.
+
+
+# -- installing attributes on a user's class -----------------------------------------------
+# The one place where we set attributes on a user's class.
+#
+# Every attribute this package puts on a class, or takes back, goes through `install`: the
+# generated methods and hooks, the registration token, the stand-ins for JAX-array defaults
+# while `dataclasses` runs, and the generated docstring. A reader finds here, by its callers,
+# everything a decorated class carries that its body did not define.
+
+
+def install(cls: type, attributes: Mapping[str, object]) -> None:
+    """Set each of `attributes` on `cls`."""
+    for name, value in attributes.items():
+        setattr(cls, name, value)
