@@ -23,7 +23,7 @@ import warnings
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, Literal, Protocol, TypeVar, cast
 
 import typing_extensions
 
@@ -484,6 +484,89 @@ def _show(annotation: object) -> str:
     if isinstance(annotation, str):
         return annotation
     return repr(annotation).replace(repr(STATIC_MARKER), "Static").replace("typing.", "")
+
+
+# -- the decision for each field of a class --------------------------------------------------
+
+
+class Decided(Protocol):
+    """A registered class's decisions (its `Layout`), which a subclass's fields inherit."""
+
+    @property
+    def statics(self) -> tuple[str, ...]: ...
+    @property
+    def marks(self) -> tuple[str, ...]: ...
+    @property
+    def pending(self) -> tuple[PendingStatic, ...]: ...
+
+
+def static_marks(
+    cls: type, decided: Callable[[type], Decided | None]
+) -> tuple[dict[str, str], tuple[PendingStatic, ...]]:
+    """What makes each static field of dataclass `cls` static (the layout's `marks`), decided
+    here once, and the fields whose annotations name something not defined yet
+    (`PendingStatic`: children until settled, which may only confirm that).
+
+    An annotation `Static[...]` counts first (1.6 saw it too), then field metadata. A field
+    inherited from a pytree dataclass keeps that class's decision (`decided(base)`, None for
+    any other class); annotations are read in the scope that defines the class that declared
+    the field.
+    """
+    marks: dict[str, str] = {}
+    pending: list[PendingStatic] = []
+    scopes: dict[type, tuple[Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any]]] = {}
+    for f in dataclasses.fields(cls):
+        owner = _defining_class(cls, f)
+        owner_layout = decided(owner)
+        if owner_layout is not None:
+            if f.name in owner_layout.statics:
+                marks[f.name] = owner_layout.marks[owner_layout.statics.index(f.name)]
+            pending.extend(p for p in owner_layout.pending if p.name == f.name and not p.settled)
+            continue
+        key = static_metadata_key(f.metadata)
+        where = f"field {f.name!r} of {cls.__qualname__}"
+        try:
+            if owner not in scopes:
+                scopes[owner] = (
+                    *defining_scope(owner.__qualname__, owner.__module__),
+                    _class_namespace(owner),
+                )
+            decision = static_decision(f.type, where, *scopes[owner])
+        except StaticAnnotationError:
+            if key is None:
+                raise
+            decision = False
+        if decision:
+            marks[f.name] = STATIC_ANNOTATION
+        elif key is not None:
+            marks[f.name] = key
+        elif decision is None:
+            pending.append(
+                PendingStatic(f.name, where, _annotation_reader(owner, f), scopes[owner])
+            )
+    return marks, tuple(pending)
+
+
+def _class_namespace(cls: type) -> Mapping[str, Any]:
+    """The names a class body's annotations see besides the enclosing scopes: its own
+    attributes and its type parameters (`class Box[T]`)."""
+    params: tuple[Any, ...] = getattr(cls, "__type_params__", ())
+    own: Mapping[str, Any] = vars(cls)
+    return {**{p.__name__: p for p in params}, **own} if params else own
+
+
+def _annotation_reader(owner: type, f: dataclasses.Field[Any]) -> Callable[[], object]:
+    """Reads the annotation of `f` again, as `dataclasses` would read it now."""
+    return lambda: class_annotations(owner).get(f.name, f.type)
+
+
+def _defining_class(cls: type, f: dataclasses.Field[Any]) -> type:
+    """The class whose annotation created field `f` (fields are inherited as the same object)."""
+    owner = cls
+    for base in cls.__mro__[1:]:
+        if base.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
+            owner = base
+    return owner
 
 
 # -- static_field(), 1.x's spelling --------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -18,15 +18,11 @@ from jax import Array
 
 from jax_dataclasses._annotations import (
     SETTLE_LOCK,
-    STATIC_ANNOTATION,
     PendingStatic,
-    StaticAnnotationError,
     class_annotations,
-    defining_scope,
     pseudo_field_kind,
     signature_of,
-    static_decision,
-    static_metadata_key,
+    static_marks,
 )
 from jax_dataclasses._codegen import make_functions
 from jax_dataclasses._construct import (
@@ -149,7 +145,7 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
                 "be stored unconverted. Remove it and convert in __init__ or __post_init__ "
                 f"(self.{f.name} = jnp.asarray(self.{f.name}))."
             )
-    marks, pending = _static_marks(cls)
+    marks, pending = static_marks(cls, lambda owner: None if owner is cls else layout_of(owner))
     children = tuple(n for n in names if n not in marks)
     static_fields = tuple(n for n in names if n in marks)
 
@@ -184,11 +180,11 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
         methods["__setstate__"] = _slots_setstate
     functions = make_functions(cls, sources)  # One compile for all of them.
     methods.update((name, functions[name]) for name in ("__init__",) if name in functions)
-    static_marks = tuple(marks[name] for name in static_fields)
+    marks_of_statics = tuple(marks[name] for name in static_fields)
     settle = _settler(
-        cls, children, static_fields, static_marks, pending, functions.get("__init__")
+        cls, children, static_fields, marks_of_statics, pending, functions.get("__init__")
     )
-    register(cls, children, static_fields, static_marks, functions, pending, settle)
+    register(cls, children, static_fields, marks_of_statics, functions, pending, settle)
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
     install(cls, methods)
@@ -415,72 +411,6 @@ def _settler(
             register(cls, children, statics, marks, functions)
 
     return settle
-
-
-def _static_marks(cls: type) -> tuple[dict[str, str], tuple[PendingStatic, ...]]:
-    """What makes each static field of `cls` static (the layout's `marks`), decided here once,
-    and the fields whose annotations name something not defined yet (`PendingStatic`: children
-    until settled, which may only confirm that).
-
-    An annotation `Static[...]` counts first (1.6 saw it too), then field metadata. A field
-    inherited from a pytree dataclass keeps that class's decision; annotations are read in
-    the scope that defines the class that declared the field.
-    """
-    marks: dict[str, str] = {}
-    pending: list[PendingStatic] = []
-    scopes: dict[type, tuple[Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any]]] = {}
-    for f in dataclasses.fields(cls):
-        owner = _defining_class(cls, f)
-        owner_layout = None if owner is cls else layout_of(owner)  # `cls` may be adopted.
-        if owner_layout is not None:
-            if f.name in owner_layout.statics:
-                marks[f.name] = owner_layout.marks[owner_layout.statics.index(f.name)]
-            pending.extend(p for p in owner_layout.pending if p.name == f.name and not p.settled)
-            continue
-        key = static_metadata_key(f.metadata)
-        where = f"field {f.name!r} of {cls.__qualname__}"
-        try:
-            if owner not in scopes:
-                scopes[owner] = (
-                    *defining_scope(owner.__qualname__, owner.__module__),
-                    _class_namespace(owner),
-                )
-            decision = static_decision(f.type, where, *scopes[owner])
-        except StaticAnnotationError:
-            if key is None:
-                raise
-            decision = False
-        if decision:
-            marks[f.name] = STATIC_ANNOTATION
-        elif key is not None:
-            marks[f.name] = key
-        elif decision is None:
-            pending.append(
-                PendingStatic(f.name, where, _annotation_reader(owner, f), scopes[owner])
-            )
-    return marks, tuple(pending)
-
-
-def _class_namespace(cls: type) -> Mapping[str, Any]:
-    """The names a class body's annotations see besides the enclosing scopes: its own
-    attributes and its type parameters (`class Box[T]`)."""
-    params: tuple[Any, ...] = getattr(cls, "__type_params__", ())
-    own: Mapping[str, Any] = vars(cls)
-    return {**{p.__name__: p for p in params}, **own} if params else own
-
-
-def _annotation_reader(owner: type, f: dataclasses.Field[Any]) -> Callable[[], object]:
-    """Reads the annotation of `f` again, as `dataclasses` would read it now."""
-    return lambda: class_annotations(owner).get(f.name, f.type)
-
-
-def _defining_class(cls: type, f: dataclasses.Field[Any]) -> type:
-    """The class whose annotation created field `f` (fields are inherited as the same object)."""
-    owner = cls
-    for base in cls.__mro__[1:]:
-        if base.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
-            owner = base
-    return owner
 
 
 class _SharedArrayDefault:
