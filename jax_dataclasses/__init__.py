@@ -5,9 +5,9 @@ __version__ = "2.0.0"  # The one place: pyproject.toml reads it.
 from dataclasses import asdict, astuple, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
-# 1.6's __init__ bound these private modules as attributes, and code built on them uses them so.
+# 1.6's __init__ bound these private modules as attributes, and code built on them uses them so
+# (`_dataclasses` is imported when first used: defining its dataclass costs 0.5 ms at import).
 from jax_dataclasses import _copy_and_mutate as _copy_and_mutate
-from jax_dataclasses import _dataclasses as _dataclasses
 from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._construct import DerivedFieldWarning
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
@@ -22,11 +22,25 @@ from jax_dataclasses._validate import MutationValidationError
 if TYPE_CHECKING:
     from dataclasses import dataclass as pytree_dataclass
     from dataclasses import field as static_field
+
+    from jax_dataclasses import _dataclasses as _dataclasses
 else:
     from jax_dataclasses._annotations import static_field
     from jax_dataclasses._dataclass import pytree_dataclass
 
 _install_flax_hooks()
+
+
+if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown names.
+
+    def __getattr__(name: str) -> object:
+        """1.6's private `_dataclasses` module, bound on first use (see above)."""
+        if name == "_dataclasses":
+            import jax_dataclasses._dataclasses as module
+
+            return module
+        raise AttributeError(f"module 'jax_dataclasses' has no attribute {name!r}")
+
 
 __all__ = [
     "AnnotationMismatchError",

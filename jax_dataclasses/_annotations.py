@@ -15,7 +15,6 @@ import builtins
 import contextlib
 import dataclasses
 import inspect
-import re
 import sys
 import threading
 import typing
@@ -23,7 +22,7 @@ import warnings
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
-from typing import Annotated, Any, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar, cast
 
 import typing_extensions
 
@@ -291,17 +290,14 @@ else:
         return inspect.signature(fn)
 
 
-_PSEUDO_FIELD_SOURCE = re.compile(r"^\s*(?:[\w.]+\.)?(ClassVar|InitVar)\b")
-
-
 def pseudo_field_kind(annotation: object) -> str | None:
     """ "ClassVar" or "InitVar" if `annotation` declares one (not a field: `dataclasses` gives
     neither a field's default checks), from the object or its source; else None."""
     if isinstance(annotation, typing.ForwardRef):
         annotation = annotation.__forward_arg__
-    if isinstance(annotation, str):
-        match = _PSEUDO_FIELD_SOURCE.match(annotation)
-        return match.group(1) if match else None
+    if isinstance(annotation, str):  # `ClassVar[int]`, `typing.ClassVar`, `dataclasses.InitVar[T]`
+        head = annotation.split("[", 1)[0].strip().rpartition(".")[2]
+        return head if head in ("ClassVar", "InitVar") else None
     if annotation is typing.ClassVar or typing.get_origin(annotation) is typing.ClassVar:
         return "ClassVar"
     if annotation is dataclasses.InitVar or isinstance(annotation, dataclasses.InitVar):
@@ -489,15 +485,17 @@ def _show(annotation: object) -> str:
 # -- the decision for each field of a class --------------------------------------------------
 
 
-class Decided(Protocol):
-    """A registered class's decisions (its `Layout`), which a subclass's fields inherit."""
+if TYPE_CHECKING:  # Defining a Protocol at import costs what the rest of the module does.
 
-    @property
-    def statics(self) -> tuple[str, ...]: ...
-    @property
-    def marks(self) -> tuple[str, ...]: ...
-    @property
-    def pending(self) -> tuple[PendingStatic, ...]: ...
+    class Decided(Protocol):
+        """A registered class's decisions (its `Layout`), which a subclass's fields inherit."""
+
+        @property
+        def statics(self) -> tuple[str, ...]: ...
+        @property
+        def marks(self) -> tuple[str, ...]: ...
+        @property
+        def pending(self) -> tuple[PendingStatic, ...]: ...
 
 
 def static_marks(

@@ -29,7 +29,6 @@ from jax import Array, tree_util
 from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, STATIC_ANNOTATION
-from jax_dataclasses._dataclasses import JDC_STATIC_MARKER, get_type_hints_partial
 from jax_dataclasses._registry import Layout, layout_of, on_register
 from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
 
@@ -361,12 +360,14 @@ def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
         unsaved.update(
             name
             for name in layout.statics
-            if JDC_STATIC_MARKER in getattr(hints.get(name), "__metadata__", ())
+            if LEGACY_STATIC_MARKER in getattr(hints.get(name), "__metadata__", ())
         )
     return tuple(f.name for f in dataclasses.fields(layout.cls) if f.init and f.name not in unsaved)
 
 
 def _hints_as_1_6(cls: type) -> dict[str, Any]:
+    from jax_dataclasses._dataclasses import get_type_hints_partial  # Rarely needed: at first use.
+
     try:
         return typing.get_type_hints(cls, include_extras=True)
     except Exception:  # Any annotation may fail to evaluate; 1.6 then read them partially.
