@@ -379,3 +379,29 @@ def test_design_references_point_into_the_repository() -> None:
         ROOT / "README.md",
     ]:
         assert "DESIGN.md" not in path.read_text(), path
+
+
+def test_wrappers_we_install_lead_to_what_they_wrap() -> None:
+    """`inspect.unwrap` (and Python 3.14's `dataclasses`, mending `super()` in `slots=True`
+    copies) reaches the user's own `__init__` and the generated hash through our wrappers."""
+
+    @jdc.pytree_dataclass
+    class Base:
+        x: jax.Array
+
+    class Undecorated(Base):
+        y: int
+
+        def __init__(self, x: jax.Array, y: int) -> None:
+            super().__init__(x)
+
+    own = Undecorated.__dict__["__init__"]
+    assert inspect.unwrap(own).__qualname__.endswith("Undecorated.__init__")
+    assert inspect.unwrap(own) is not own
+
+    @jdc.pytree_dataclass(unsafe_hash=True)
+    class Hashed:
+        n: int
+
+    assert hasattr(Hashed.__hash__, "__wrapped__")
+    assert hash(Hashed(1)) == hash(Hashed(1))

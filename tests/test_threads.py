@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -50,6 +51,16 @@ def run_in_threads(work: Callable[[int], None]) -> None:
         raise errors[0]
 
 
+def pending_class(name: str, array_field: str, *more: str) -> Any:
+    """A new pytree dataclass `name` with an array field, `more` fields, and a field annotated
+    with a class defined after it (so the class settles that name at first use)."""
+    namespace: dict[str, object] = {"jdc": jdc, "jax": jax}
+    lines = [f"    {array_field}: jax.Array", *(f"    {line}" for line in more)]
+    body = "\n".join(["@jdc.pytree_dataclass", f"class {name}:", *lines])
+    exec(body + "\n    later: 'Later' = None\nclass Later: pass\n", namespace)
+    return namespace[name]
+
+
 @jdc.pytree_dataclass
 class Shared:
     w: jax.Array
@@ -67,18 +78,8 @@ def test_threads_decorate_flatten_rebuild_mutate_and_call_jit_alike(switch_often
     def work(index: int) -> None:
         for step in range(ROUNDS):
             # Decorating: each thread its own classes, one with a name defined after it.
-            namespace: dict[str, object] = {"jdc": jdc, "jax": jax}
-            exec(
-                "@jdc.pytree_dataclass\n"
-                "class Local:\n"
-                "    x: jax.Array\n"
-                "    tag: jdc.Static[int] = 0\n"
-                "    later: 'Later' = None\n"
-                "class Later: pass\n",
-                namespace,
-            )
-            local_cls = namespace["Local"]
-            local = local_cls(jnp.full(2, index), tag=step)  # type: ignore[operator]
+            local_cls = pending_class("Local", "x", "tag: jdc.Static[int] = 0")
+            local = local_cls(jnp.full(2, index), tag=step)
             leaves, treedef = jax.tree.flatten(local)
             assert [leaf.tolist() for leaf in leaves] == [[index, index]]
             rebuilt = jax.tree.unflatten(treedef, [leaf + 1 for leaf in leaves])
@@ -108,19 +109,10 @@ def test_threads_settle_a_shared_class_once(switch_often: None) -> None:
     """A class whose annotation names something defined after it is settled by whichever
     thread constructs or flattens it first; the others see the settled class."""
     for _ in range(ROUNDS):
-        namespace: dict[str, object] = {"jdc": jdc, "jax": jax}
-        exec(
-            "@jdc.pytree_dataclass\n"
-            "class Node:\n"
-            "    value: jax.Array\n"
-            "    parent: 'Parent' = None\n"
-            "class Parent: pass\n",
-            namespace,
-        )
-        node_cls = namespace["Node"]
+        node_cls = pending_class("Node", "value")
 
-        def work(index: int, node_cls: object = node_cls) -> None:
-            node = node_cls(jnp.full(1, index))  # type: ignore[operator]
+        def work(index: int, node_cls: Any = node_cls) -> None:
+            node = node_cls(jnp.full(1, index))
             assert [leaf.tolist() for leaf in jax.tree.leaves(node)] == [[index]]
 
         run_in_threads(work)
