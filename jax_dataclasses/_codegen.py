@@ -32,7 +32,9 @@ class FunctionSource(NamedTuple):
 
     `body` holds the lines without indentation; `annotations`, if given, become the function's
     `__annotations__` (or, a function, its `__annotate__`). Helpers of the functions compiled
-    together share one namespace, so a name must mean the same object in each.
+    together share one namespace, so a name must mean the same object in each. The function's
+    closure variables are its helpers, declared `nonlocal`, used or not: two functions made
+    from sources with the same helper names can exchange code (`take_code`).
     """
 
     name: str
@@ -53,6 +55,8 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
     lines = [f"def __jdc_create__({', '.join(helpers)}):"]
     for source in sources:
         lines.append(f"  def {source.name}({', '.join(source.params)}):")
+        if source.helpers:  # Its closure: exactly its helpers, whether the body uses each.
+            lines.append(f"    nonlocal {', '.join(source.helpers)}")
         lines.extend(f"    {line}" for line in source.body or ["pass"])
     lines.append(f"  return ({''.join(f'{source.name}, ' for source in sources)})")
     text = "\n".join(lines) + "\n"
@@ -71,6 +75,21 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
     # the first compile take the new code (`_registry`).
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     return {source.name: function for source, function in zip(sources, functions, strict=True)}
+
+
+def take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
+    """Make function `target` run `source`'s code with `source`'s helpers: how a function JAX
+    already holds gets the code of a new layout. The two must close over the same names (the
+    same helper names, `FunctionSource`); each of `target`'s cells takes the value of
+    `source`'s cell of that name."""
+    names = target.__code__.co_freevars
+    if names != source.__code__.co_freevars:  # Our bug: the sources declare other helpers.
+        raise ValueError(f"{target.__qualname__} closes over {names}, its new code over others")
+    target.__code__ = source.__code__
+    for target_cell, source_cell in zip(
+        target.__closure__ or (), source.__closure__ or (), strict=True
+    ):
+        target_cell.cell_contents = source_cell.cell_contents
 
 
 def tuple_source(items: Sequence[str]) -> str:

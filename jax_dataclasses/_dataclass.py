@@ -24,7 +24,7 @@ from jax_dataclasses._annotations import (
     signature_of,
     static_marks,
 )
-from jax_dataclasses._codegen import make_functions
+from jax_dataclasses._codegen import make_functions, take_code
 from jax_dataclasses._construct import (
     init_parameters,
     init_source,
@@ -32,7 +32,7 @@ from jax_dataclasses._construct import (
 )
 from jax_dataclasses._frozen import MUTABILITY_ATTR, Mutability, frozen_delattr, frozen_setattr
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
-from jax_dataclasses._registry import install, layout_of, register, take_code, tree_sources
+from jax_dataclasses._registry import install, layout_of, register, tree_sources
 from jax_dataclasses._subclasses import UNDECORATED_ATTR, new_fields, undecorated_init
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.

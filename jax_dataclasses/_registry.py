@@ -24,7 +24,7 @@ from typing import Any
 from jax import tree_util
 
 from jax_dataclasses._annotations import PendingStatic
-from jax_dataclasses._codegen import FunctionSource, make_functions, tuple_source
+from jax_dataclasses._codegen import FunctionSource, make_functions, take_code, tuple_source
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
 Unflatten = Callable[[Any, Any], Any]
@@ -173,7 +173,7 @@ def tree_sources(
     a dict of its own: 64 bytes more than a constructed one, on Python 3.11 to 3.13). Each
     function's closure variables are the same for every layout, so `take_code` can move
     code between them. With `pending`, flatten first settles the layout's pending fields
-    (through the instance's class, so that the closure stays the same)."""
+    (through the instance's class: no helper of its own)."""
     fields = children + statics
     child_values = tuple_source([f"o.{name}" for name in children])
     aux = (
@@ -195,31 +195,21 @@ def tree_sources(
     store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
     keys = tuple(tree_util.GetAttrKey(name) for name in children)
     settle = [f"o.__class__.{LAYOUT_ATTR}.settle()"] if pending else []
-    # Helpers are referenced even where unused, so that every layout's code has one closure.
     return [
         FunctionSource("flatten", ["o"], [*settle, f"return ({child_values}, {aux})"], {}),
         FunctionSource(
             "flatten_with_keys",
             ["o"],
-            ["__jdc_keys", *settle, f"return ({pairs}, {aux})"],
+            [*settle, f"return ({pairs}, {aux})"],
             {"__jdc_keys": keys},
         ),
         FunctionSource(
             "unflatten",
             ["aux", "children"],
-            ["o = __jdc_new(__jdc_cls)", *unpack, *store, "__jdc_setattr", "return o"],
+            ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"],
             {"__jdc_setattr": object.__setattr__, "__jdc_new": object.__new__, "__jdc_cls": cls},
         ),
     ]
-
-
-def take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
-    """Make function `target` run `source`'s code with `source`'s closure values."""
-    target.__code__ = source.__code__
-    for target_cell, source_cell in zip(
-        target.__closure__ or (), source.__closure__ or (), strict=True
-    ):
-        target_cell.cell_contents = source_cell.cell_contents
 
 
 def _register_loaded(

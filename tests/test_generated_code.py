@@ -185,6 +185,36 @@ def test_rebuilding_from_dict_works_like_a_frozen_dataclass() -> None:
     assert jax.tree_util.tree_leaves(Counted(1.0)) == [1.0, 0]
 
 
+def test_a_subclass_that_moves_its_only_field_between_children_and_statics() -> None:
+    """Adopted with its base's layout, then decorated: the functions JAX was first given take
+    the code of a layout with no children (or with one, where the base had none)."""
+
+    @jdc.pytree_dataclass
+    class Child:
+        n: int
+
+    @jdc.pytree_dataclass
+    class MadeStatic(Child):
+        n: jdc.Static[int]
+
+    @jdc.pytree_dataclass
+    class Static:
+        n: jdc.Static[int]
+
+    @jdc.pytree_dataclass
+    class MadeChild(Static):
+        n: int
+
+    made_static, made_child = MadeStatic(3), MadeChild(3)
+    assert jax.tree_util.tree_flatten_with_path(made_static)[0] == []
+    assert jax.tree_util.tree_flatten_with_path(made_child)[0] == [
+        ((jax.tree_util.GetAttrKey("n"),), 3)
+    ]
+    assert jax.tree.map(lambda x: x + 1, made_static) == MadeStatic(3)
+    assert jax.tree.map(lambda x: x + 1, made_child) == MadeChild(4)
+    assert jax.tree.structure(made_static) != jax.tree.structure(MadeStatic(4))
+
+
 def test_object_setattr_after_construction_is_what_jax_sees() -> None:
     # The frozen-dataclass idiom for a lazily filled field.
     layer = Layer(jnp.ones(2), jnp.zeros(2))
