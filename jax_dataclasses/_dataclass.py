@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, cast
 
 import numpy as np
@@ -38,21 +40,27 @@ from jax_dataclasses._subclasses import UNDECORATED_ATTR, new_fields, undecorate
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 
 
-def pytree_dataclass(
-    cls: type | None = None,
-    /,
-    *,
-    init: bool = True,
-    repr: bool = True,  # The name is `dataclasses.dataclass`'s.
-    eq: bool = True,
-    order: bool = False,
-    unsafe_hash: bool = False,
-    frozen: bool = True,
-    match_args: bool = True,
-    kw_only: bool = False,
-    slots: bool = False,
-    weakref_slot: bool = False,
-) -> Any:
+_OPTIONS: Mapping[str, bool] = MappingProxyType(
+    {
+        # The keywords of `dataclasses.dataclass`, with its defaults (a test compares them on
+        # each Python). Each reaches `dataclasses` as given, except where `_dataclass_options`
+        # says otherwise: our `__init__`, frozen always, a hash by fields unless the class has
+        # its own.
+        "init": True,
+        "repr": True,
+        "eq": True,
+        "order": False,
+        "unsafe_hash": False,
+        "frozen": True,
+        "match_args": True,
+        "kw_only": False,
+        "slots": False,
+        "weakref_slot": False,
+    }
+)
+
+
+def pytree_dataclass(cls: type | None = None, /, **options: bool) -> Any:
     """Make `cls` a frozen dataclass registered as a JAX pytree node.
 
     Use as `@pytree_dataclass` or `@pytree_dataclass(...)`. Fields annotated `Static[T]` (or
@@ -61,11 +69,14 @@ def pytree_dataclass(
     under its name (`GetAttrKey`). Unflattening rebuilds an instance field by field, without
     running `__init__` or `__post_init__`.
 
-    The keyword arguments are those of `dataclasses.dataclass` and mean the same, except
-    `frozen`: instances are always frozen, and `frozen=False` is refused.
+    The keyword arguments are those of `dataclasses.dataclass` (`init`, `repr`, `eq`, `order`,
+    `unsafe_hash`, `frozen`, `match_args`, `kw_only`, `slots`, `weakref_slot`), with its
+    defaults, and mean the same, except `frozen`: instances are always frozen, and
+    `frozen=False` is refused.
 
     Args:
         cls: The class, when used without parentheses.
+        options: `dataclasses.dataclass`'s keyword arguments.
 
     Returns:
         The class, registered with JAX (or a decorator that makes it so, with parentheses).
@@ -87,18 +98,11 @@ def pytree_dataclass(
         >>> jax.jit(lambda p: p.position + p.mass)(p)
         Array([1., 1., 1.], dtype=float32)
     """
-    options = {
-        "init": init,
-        "repr": repr,
-        "eq": eq,
-        "order": order,
-        "unsafe_hash": unsafe_hash,
-        "match_args": match_args,
-        "kw_only": kw_only,
-        "slots": slots,
-        "weakref_slot": weakref_slot,
-    }
-    if frozen is not True:
+    unknown = sorted(options.keys() - _OPTIONS.keys())
+    if unknown:
+        raise TypeError(f"pytree_dataclass() got an unexpected keyword argument {unknown[0]!r}")
+    options = {**_OPTIONS, **options}
+    if options["frozen"] is not True:
         raise TypeError(
             "pytree_dataclass(frozen=False) is not supported: instances are always frozen, "
             "because JAX may share and cache them. Edit a copy with jdc.copy_and_mutate(obj) "
@@ -109,6 +113,12 @@ def pytree_dataclass(
         return _process_class(target, options)
 
     return wrap if cls is None else wrap(cls)
+
+
+pytree_dataclass.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # For help() and IDEs at run time.
+    [inspect.Parameter("cls", inspect.Parameter.POSITIONAL_ONLY, default=None)]
+    + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in _OPTIONS.items()]
+)
 
 
 def _process_class(target: object, options: dict[str, bool]) -> type:

@@ -56,6 +56,17 @@ def test_all_dataclass_options_are_accepted() -> None:
         Options(1)  # type: ignore[misc]
 
 
+def test_the_options_are_those_of_dataclasses_on_this_python() -> None:
+    """Every keyword of `dataclasses.dataclass`, with its default (but frozen), and nothing else:
+    a keyword a new Python adds shows up here (and in help(), from the same table)."""
+    standard = inspect.signature(dataclasses.dataclass).parameters
+    ours = inspect.signature(jdc.pytree_dataclass).parameters
+    expected = {n: p.default for n, p in standard.items()} | {"frozen": True}
+    assert {n: p.default for n, p in ours.items()} == expected
+    with pytest.raises(TypeError, match="unexpected keyword argument 'slot'"):
+        jdc.pytree_dataclass(slot=True)  # type: ignore[call-overload]
+
+
 def test_eq_hash_and_match_follow_a_frozen_dataclass() -> None:
     @jdc.pytree_dataclass
     class Config:
