@@ -1,11 +1,19 @@
-"""Construction: the generated `__init__`, and the wrapper around a class's own `__init__`.
+"""Construction: the generated `__init__`, the wrapper around a class's own `__init__`, and
+the subclasses of pytree dataclasses (docs/design.md §6), which become constructible pytrees
+or are refused when constructed.
 
 The generated `__init__` has the signature `dataclasses` would give (the same parameters,
 order, defaults, `kw_only` handling, `InitVar`s and `__post_init__` call). It sets each field
 with `object.__setattr__`, as a frozen dataclass does, and checks static values as it goes.
 A class's own `__init__`, and `__post_init__`, run with permission to assign fields
-(`self.x = ...`), not other attributes; once they return, every field must be set and every
-static value is checked.
+(`self.x = ...`), not other attributes (a `ContextVar`, per thread and asyncio task, read by
+the frozen `__setattr__`); once they return, every field must be set and every static value
+is checked.
+
+An undecorated subclass is a pytree with its base's fields when it adds none: the
+`__init_subclass__` every decorated class gets (`subclass_hook`) adopts it. One that adds
+fields (itself, or through an undecorated class between it and its pytree base) is refused
+when it is constructed, with a message that names them and says to decorate it.
 """
 
 from __future__ import annotations
@@ -15,13 +23,52 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar, Token
 from typing import Any, NoReturn
 
-from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
-from jax_dataclasses._frozen import begin_construction, end_construction
-from jax_dataclasses._registry import LAYOUT_ATTR, layout_of
+from jax_dataclasses._annotations import (
+    SETTLE_LOCK,
+    PendingStatic,
+    class_annotations,
+    pseudo_field_kind,
+)
+from jax_dataclasses._codegen import AnnotationsOf, FunctionSource, make_functions, take_code
+from jax_dataclasses._registry import LAYOUT_ATTR, install, layout_of, register, tree_sources
 from jax_dataclasses._static_values import OK_TYPES, check_static_value, warn_once
-from jax_dataclasses._subclasses import check_constructible, raise_unregistered
+
+# -- permission to assign while constructing ------------------------------------------------
+
+_CONSTRUCTING: ContextVar[list[object] | None] = ContextVar(
+    "jax_dataclasses_constructing", default=None
+)
+"""A one-item list holding the object an own `__init__` is constructing; emptied at the end."""
+
+
+Construction = tuple[list[object], Token[list[object] | None]]
+
+
+def begin_construction(obj: object) -> Construction | None:
+    """Let the own `__init__` now constructing `obj` assign its fields, until
+    `end_construction`. None if an `__init__` further out (`super().__init__`) already does."""
+    if is_constructing(obj):
+        return None
+    cell = [obj]
+    return cell, _CONSTRUCTING.set(cell)
+
+
+def end_construction(started: Construction) -> None:
+    cell, token = started
+    cell.clear()
+    _CONSTRUCTING.reset(token)
+
+
+def is_constructing(obj: object) -> bool:
+    """Whether an own `__init__` is constructing `obj` in this context."""
+    constructing = _CONSTRUCTING.get()
+    return bool(constructing) and constructing[0] is obj  # type: ignore[index]  # Not empty.
+
+
+# -- the generated __init__ and own __init__s ----------------------------------------------
 
 
 class _FactorySentinel:
@@ -304,3 +351,214 @@ def check_fields(obj: object) -> None:
             ) from None
         if name in layout.statics and type(value) not in OK_TYPES:
             check_static_value(cls, name, value)
+
+
+# -- subclasses -----------------------------------------------------------------------------
+
+
+def new_fields(sub: type) -> list[str]:
+    """Fields an undecorated subclass of a pytree dataclass adds to those of its pytree base:
+    annotations that it, or an undecorated class between it and that base, declares (not
+    `ClassVar`s, not re-annotated inherited fields), fields of plain dataclass bases, and
+    the base's fields when `dataclasses` finds the subclass's fields elsewhere (a plain
+    dataclass listed before the pytree base). Only `@pytree_dataclass` can make those part
+    of the pytree; each comes with the class that declares it."""
+    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    known = set(parent.fields)
+    inherited = {
+        f.name
+        for base in sub.__mro__[1:]
+        if dataclasses.is_dataclass(base)
+        for f in dataclasses.fields(base)
+    }
+    declared = [
+        f"{name!r}" + ("" if klass is sub else f" (declared by {klass.__qualname__})")
+        for klass in sub.__mro__
+        if issubclass(klass, parent.cls) and layout_of(klass) is None
+        for name in _annotated_names(klass)
+        if name not in known | inherited
+    ]
+    declared += [repr(name) for name in sorted(inherited - known)]
+    resolved = {f.name for f in dataclasses.fields(sub)}
+    if not declared and resolved != known:
+        owner = next(k for k in sub.__mro__ if "__dataclass_fields__" in k.__dict__)
+        declared = [
+            f"{name!r} (of {parent.cls.__qualname__}, which dataclasses does not see: it reads "
+            f"the fields of {owner.__qualname__}, an earlier base)"
+            for name in parent.fields
+        ]
+    return declared
+
+
+def _annotated_names(cls: type) -> list[str]:
+    """Annotated names a class body declares itself, other than `ClassVar`s."""
+    names: list[str] = []
+    for name, annotation in class_annotations(cls).items():
+        if pseudo_field_kind(annotation) != "ClassVar":
+            names.append(name)
+    return names
+
+
+def raise_unregistered(cls: type) -> NoReturn:
+    """Explain why subclass `cls` of a pytree dataclass is not a pytree itself."""
+    declared = new_fields(cls)
+    decorator = _other_decorator(cls)
+    if declared and decorator is not None:
+        base = next(b for b in cls.__mro__[1:] if layout_of(b) is not None)
+        raise TypeError(
+            f"{cls.__qualname__} subclasses the pytree dataclass {base.__qualname__} and is "
+            f"decorated with {decorator}, which does not make a subclass of a pytree dataclass "
+            f"one: its fields {', '.join(declared)} would not be part of the pytree. Decorate "
+            f"it with @jdc.pytree_dataclass instead (it takes the same arguments, and flax's "
+            "field(pytree_node=False) marks a static field there too)."
+        )
+    if declared:
+        raise TypeError(
+            f"{cls.__qualname__} subclasses a pytree dataclass and declares fields "
+            f"{', '.join(declared)} but is not decorated. Add @jdc.pytree_dataclass "
+            f"above `class {cls.__name__}` so the new fields become part of the pytree."
+        )
+    raise TypeError(
+        f"{cls.__qualname__} subclasses a pytree dataclass but was never registered as one, "
+        "because a base class's __init_subclass__ does not call super().__init_subclass__(). "
+        "Decorate it with @jdc.pytree_dataclass, or make that __init_subclass__ call super()."
+    )
+
+
+def _other_decorator(cls: type) -> str | None:
+    """The dataclass decorator other than ours that was applied to `cls`, if one was."""
+    if cls.__dict__.get("_flax_dataclass"):
+        return "@flax.struct.dataclass"
+    if "__dataclass_params__" in cls.__dict__:
+        return "@dataclasses.dataclass"
+    return None
+
+
+UNDECORATED_ATTR = "__jdc_undecorated__"
+"""On an `__init__` that adoption installed on an undecorated subclass: the class's own
+`__init__` it stands for (None if the class body defined none), which a decorator that runs
+later takes instead."""
+
+
+def undecorated_init(cls: type, own: Callable[..., None] | None) -> Callable[..., None]:
+    """`__init__` for an undecorated subclass `cls` that adds fields, which would not be in the
+    pytree: constructing it, or an undecorated subclass of it, raises. A registered subclass
+    constructed through it (`super().__init__()`) runs `own`, or the next `__init__` in its
+    MRO, as without it. A decorator that runs later on `cls` puts back `own` (kept on it)."""
+
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
+        if layout_of(type(self)) is None:
+            raise_unregistered(type(self))
+        if own is not None:
+            own(self, *args, **kwargs)
+        else:
+            super(cls, self).__init__(*args, **kwargs)  # type: ignore[arg-type]  # mypy wants a class literal
+
+    setattr(__init__, UNDECORATED_ATTR, own)
+    if own is not None:  # `dataclasses` follows it to mend `super()` in a `slots=True` copy.
+        __init__.__wrapped__ = own  # type: ignore[attr-defined]
+    return __init__
+
+
+def check_constructible(obj: object) -> None:
+    """An inherited or own `__init__` is about to construct `obj`: its class must be a
+    registered pytree, with its pending annotations settled (`Layout.settle`)."""
+    cls = type(obj)
+    layout = layout_of(cls)
+    if layout is None:
+        raise_unregistered(cls)
+    if layout.pending:
+        layout.settle()
+
+
+def subclass_hook(cls: type) -> classmethod[Any, Any, None]:
+    """`__init_subclass__` for `cls`: its own (or the inherited one), then `_adopt`.
+
+    Every decorated class has one, and each calls the next through `super()`, so a subclass
+    with several decorated classes above it (levels, or several bases) meets several: only
+    the one of its nearest decorated base (first in its MRO) adopts it, so adoption runs
+    once per class.
+    """
+    own = cls.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
+        if own is not None:
+            own.__func__(sub, **kwargs)
+        else:
+            super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
+        if _nearest_decorated_base(sub) is cls:
+            _adopt(sub)
+
+    return classmethod(__init_subclass__)
+
+
+_HOOK_CODE = subclass_hook(object).__func__.__code__
+
+
+def _nearest_decorated_base(sub: type) -> type | None:
+    """The first base of `sub` in its MRO that `@pytree_dataclass` decorated: the one whose
+    own `__init_subclass__` a `subclass_hook` made (all of them share one code object)."""
+    for base in sub.__mro__[1:]:
+        function = getattr(base.__dict__.get("__init_subclass__"), "__func__", None)
+        if getattr(function, "__code__", None) is _HOOK_CODE:
+            return base
+    return None
+
+
+def _adopt(sub: type) -> None:
+    """Register an undecorated subclass with its pytree base's fields, so its instances are
+    pytrees too. (A decorator that runs later, on it or on the `slots=True` copy `dataclasses`
+    makes of it, registers it again with its own fields.)
+
+    One that adds fields is not registered, and gets an `__init__` that says to decorate it
+    (keeping its own for the decorator), since a decorator that runs later (ours, or
+    `dataclasses`', which keeps an `__init__` it finds) may not come."""
+    if layout_of(sub) is not None:
+        return
+    if new_fields(sub):
+        install(sub, {"__init__": undecorated_init(sub, sub.__dict__.get("__init__"))})
+        return
+    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
+    # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
+    owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
+    if owner is not object and (owner is sub or layout_of(owner) is None):
+        wrapped = wrap_own_init(owner.__dict__["__init__"])
+        setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
+        install(sub, {"__init__": wrapped})
+    pending = tuple(p for p in parent.pending if not p.settled)
+    settle = settler(sub, parent.children, parent.statics, parent.marks, pending, None)
+    register(sub, parent.children, parent.statics, parent.marks, None, pending, settle)
+
+
+def settler(
+    cls: type,
+    children: tuple[str, ...],
+    statics: tuple[str, ...],
+    marks: tuple[str, ...],
+    pending: tuple[PendingStatic, ...],
+    init: Callable[..., None] | None,
+) -> Callable[[], None] | None:
+    """`Layout.settle` for a class with `pending` fields: settle them (raising if one is
+    Static after all), then give the generated functions (`init` too, our generated
+    `__init__`, if `cls` has one) the code without that step: the same layout then costs what
+    it costs any class."""
+    if not pending:
+        return None
+
+    def settle() -> None:
+        with SETTLE_LOCK:
+            for item in pending:
+                item.settle()
+            layout = layout_of(cls)
+            if layout is None or layout.settle is not settle:  # Settled by another thread.
+                return
+            sources = tree_sources(cls, children, statics)
+            if init is not None:
+                sources.append(init_source(cls, statics))
+            functions = make_functions(cls, sources)
+            if init is not None:
+                take_code(init, functions["__init__"])
+            register(cls, children, statics, marks, functions)
+
+    return settle

@@ -19,23 +19,23 @@ import numpy as np
 from jax import Array
 
 from jax_dataclasses._annotations import (
-    SETTLE_LOCK,
-    PendingStatic,
     class_annotations,
     pseudo_field_kind,
     signature_of,
     static_marks,
 )
-from jax_dataclasses._codegen import make_functions, take_code
+from jax_dataclasses._codegen import make_functions
 from jax_dataclasses._construct import (
+    UNDECORATED_ATTR,
     init_parameters,
     init_source,
+    settler,
+    subclass_hook,
     wrap_own_init,
 )
 from jax_dataclasses._frozen import MUTABILITY_ATTR, Mutability, frozen_delattr, frozen_setattr
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
 from jax_dataclasses._registry import install, layout_of, register, tree_sources
-from jax_dataclasses._subclasses import UNDECORATED_ATTR, new_fields, undecorated_init
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 
@@ -162,7 +162,7 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
     methods: dict[str, object] = {
         "__setattr__": frozen_setattr,
         "__delattr__": frozen_delattr,
-        "__init_subclass__": _subclass_hook(cls),
+        "__init_subclass__": subclass_hook(cls),
     }
     sources = tree_sources(cls, children, static_fields, bool(pending))
     if options["init"] and own_init is None:
@@ -191,7 +191,7 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
     functions = make_functions(cls, sources)  # One compile for all of them.
     methods.update((name, functions[name]) for name in ("__init__",) if name in functions)
     marks_of_statics = tuple(marks[name] for name in static_fields)
-    settle = _settler(
+    settle = settler(
         cls, children, static_fields, marks_of_statics, pending, functions.get("__init__")
     )
     register(cls, children, static_fields, marks_of_statics, functions, pending, settle)
@@ -334,93 +334,6 @@ def _slots_getstate(self: object) -> list[object]:
 def _slots_setstate(self: object, state: list[object]) -> None:
     for f, value in zip(dataclasses.fields(self), state, strict=True):  # type: ignore[arg-type]
         object.__setattr__(self, f.name, value)
-
-
-def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
-    """`__init_subclass__` for `cls`: its own (or the inherited one), then `_adopt`.
-
-    Every decorated class has one, and each calls the next through `super()`, so a subclass
-    with several decorated classes above it (levels, or several bases) meets several: only
-    the one of its nearest decorated base (first in its MRO) adopts it, so adoption runs
-    once per class.
-    """
-    own = cls.__dict__.get("__init_subclass__")
-
-    def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
-        if own is not None:
-            own.__func__(sub, **kwargs)
-        else:
-            super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
-        if _nearest_decorated_base(sub) is cls:
-            _adopt(sub)
-
-    return classmethod(__init_subclass__)
-
-
-def _nearest_decorated_base(sub: type) -> type | None:
-    return next(
-        (base for base in sub.__mro__[1:] if base.__dict__.get("__setattr__") is frozen_setattr),
-        None,
-    )
-
-
-def _adopt(sub: type) -> None:
-    """Register an undecorated subclass with its pytree base's fields, so its instances are
-    pytrees too. (A decorator that runs later, on it or on the `slots=True` copy `dataclasses`
-    makes of it, registers it again with its own fields.)
-
-    One that adds fields is not registered, and gets an `__init__` that says to decorate it
-    (keeping its own for the decorator), since a decorator that runs later (ours, or
-    `dataclasses`', which keeps an `__init__` it finds) may not come."""
-    if layout_of(sub) is not None:
-        return
-    if new_fields(sub):
-        install(sub, {"__init__": undecorated_init(sub, sub.__dict__.get("__init__"))})
-        return
-    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
-    # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
-    # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
-    owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
-    if owner is not object and (owner is sub or layout_of(owner) is None):
-        wrapped = wrap_own_init(owner.__dict__["__init__"])
-        setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
-        install(sub, {"__init__": wrapped})
-    pending = tuple(p for p in parent.pending if not p.settled)
-    settle = _settler(sub, parent.children, parent.statics, parent.marks, pending, None)
-    register(sub, parent.children, parent.statics, parent.marks, None, pending, settle)
-
-
-def _settler(
-    cls: type,
-    children: tuple[str, ...],
-    statics: tuple[str, ...],
-    marks: tuple[str, ...],
-    pending: tuple[PendingStatic, ...],
-    init: Callable[..., None] | None,
-) -> Callable[[], None] | None:
-    """`Layout.settle` for a class with `pending` fields: settle them (raising if one is
-    Static after all), then give the generated functions (`init` too, our generated
-    `__init__`, if `cls` has one) the code without that step: the same layout then costs what
-    it costs any class."""
-    if not pending:
-        return None
-
-    def settle() -> None:
-        with SETTLE_LOCK:
-            for item in pending:
-                item.settle()
-            layout = layout_of(cls)
-            if layout is None or layout.settle is not settle:  # Settled by another thread.
-                return
-            sources = tree_sources(cls, children, statics)
-            if init is not None:
-                sources.append(init_source(cls, statics))
-            functions = make_functions(cls, sources)
-            if init is not None:
-                take_code(init, functions["__init__"])
-            register(cls, children, statics, marks, functions)
-
-    return settle
 
 
 class _SharedArrayDefault:

@@ -15,13 +15,13 @@ import enum
 import inspect
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from jax_dataclasses._annotations import pseudo_field_kind
+from jax_dataclasses._construct import is_constructing, raise_unregistered
 from jax_dataclasses._registry import layout_of
 from jax_dataclasses._static_values import check_static_value
-from jax_dataclasses._subclasses import raise_unregistered
 from jax_dataclasses._tree_api import flatten_one_level
 from jax_dataclasses._validate import check_assignment
 
@@ -32,10 +32,6 @@ _MUTABLE: ContextVar[tuple[Mapping[int, Assign], ...]] = ContextVar(
     "jax_dataclasses_mutable", default=()
 )
 """The objects of each open block in this context, innermost block first."""
-_CONSTRUCTING: ContextVar[list[object] | None] = ContextVar(
-    "jax_dataclasses_constructing", default=None
-)
-"""A one-item list holding the object an own `__init__` is constructing; emptied at the end."""
 
 
 def frozen_setattr(self: object, name: str, value: object) -> None:
@@ -141,30 +137,6 @@ def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
         yield
     finally:
         _MUTABLE.set(tuple(layer for layer in _MUTABLE.get() if layer is not objects))
-
-
-Construction = tuple[list[object], Token[list[object] | None]]
-
-
-def begin_construction(obj: object) -> Construction | None:
-    """Let the own `__init__` now constructing `obj` assign its fields, until
-    `end_construction`. None if an `__init__` further out (`super().__init__`) already does."""
-    if is_constructing(obj):
-        return None
-    cell = [obj]
-    return cell, _CONSTRUCTING.set(cell)
-
-
-def end_construction(started: Construction) -> None:
-    cell, token = started
-    cell.clear()
-    _CONSTRUCTING.reset(token)
-
-
-def is_constructing(obj: object) -> bool:
-    """Whether an own `__init__` is constructing `obj` in this context."""
-    constructing = _CONSTRUCTING.get()
-    return bool(constructing) and constructing[0] is obj  # type: ignore[index]  # Not empty.
 
 
 # -- jax_dataclasses 1.6's mutability marks ------------------------------------------------
