@@ -499,23 +499,23 @@ if TYPE_CHECKING:  # Defining a Protocol at import costs what the rest of the mo
 
 
 def static_marks(
-    cls: type, decided: Callable[[type], Decided | None]
+    cls: type, decided: Mapping[type, Decided]
 ) -> tuple[dict[str, str], tuple[PendingStatic, ...]]:
     """What makes each static field of dataclass `cls` static (the layout's `marks`), decided
     here once, and the fields whose annotations name something not defined yet
     (`PendingStatic`: children until settled, which may only confirm that).
 
     An annotation `Static[...]` counts first (1.6 saw it too), then field metadata. A field
-    inherited from a pytree dataclass keeps that class's decision (`decided(base)`, None for
-    any other class); annotations are read in the scope that defines the class that declared
-    the field.
+    inherited from a pytree dataclass keeps that class's decision (`decided[base]`: the
+    layouts of the class's registered bases); annotations are read in the scope that defines
+    the class that declared the field.
     """
     marks: dict[str, str] = {}
     pending: list[PendingStatic] = []
     scopes: dict[type, tuple[Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any]]] = {}
     for f in dataclasses.fields(cls):
         owner = _defining_class(cls, f)
-        owner_layout = decided(owner)
+        owner_layout = decided.get(owner)
         if owner_layout is not None:
             if f.name in owner_layout.statics:
                 marks[f.name] = owner_layout.marks[owner_layout.statics.index(f.name)]

@@ -92,11 +92,6 @@ def take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
         target_cell.cell_contents = source_cell.cell_contents
 
 
-def tuple_source(items: Sequence[str]) -> str:
-    """Python source of a tuple display with `items`: `(a, b, )`, `()`."""
-    return "(" + "".join(f"{item}, " for item in items) + ")"
-
-
 # -- module namespaces ---------------------------------------------------------------------
 # The global namespace of a module, by name: what a class's generated code and its string
 # annotations see as globals (as for methods written in the class body).

@@ -129,19 +129,20 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
         own_init = getattr(own_init, UNDECORATED_ATTR)
     dataclass_options = _dataclass_options(cls, options)
     own_doc = cls.__doc__ is not None
-    hidden = _hide_array_defaults(cls)
+    hidden, stand_ins = _hide_array_defaults(cls)
     if not own_doc:  # `dataclasses` would make one from the signature of an `__init__` to come.
-        install(cls, {"__doc__": _DOC_PLACEHOLDER})
+        stand_ins["__doc__"] = _DOC_PLACEHOLDER
+    install(cls, stand_ins)
     try:
         # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
         made = cast(type, dataclasses.dataclass(cls, **dataclass_options))
     except BaseException:  # `dataclasses` refused the class: leave it as it was.
-        _restore_array_defaults(cls, hidden)
-        if not own_doc:
-            install(cls, {"__doc__": None})
+        install(cls, _restore_array_defaults(cls, hidden) | ({} if own_doc else {"__doc__": None}))
         raise
     cls = made
-    _restore_array_defaults(cls, hidden)
+    restored = _restore_array_defaults(cls, hidden)
+    if restored:
+        install(cls, restored)
 
     names = [f.name for f in dataclasses.fields(cls)]
     reserved = [name for name in names if name.startswith(_RESERVED_PREFIX)]
@@ -155,7 +156,8 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
                 "be stored unconverted. Remove it and convert in __init__ or __post_init__ "
                 f"(self.{f.name} = jnp.asarray(self.{f.name}))."
             )
-    marks, pending = static_marks(cls, lambda owner: None if owner is cls else layout_of(owner))
+    registered = {base: layout for base in cls.__mro__[1:] if (layout := layout_of(base))}
+    marks, pending = static_marks(cls, registered)
     children = tuple(n for n in names if n not in marks)
     static_fields = tuple(n for n in names if n in marks)
 
@@ -191,8 +193,10 @@ def _process_class(target: object, options: dict[str, bool]) -> type:
     functions = make_functions(cls, sources)  # One compile for all of them.
     methods.update((name, functions[name]) for name in ("__init__",) if name in functions)
     marks_of_statics = tuple(marks[name] for name in static_fields)
-    settle = settler(
-        cls, children, static_fields, marks_of_statics, pending, functions.get("__init__")
+    settle = (
+        settler(cls, children, static_fields, marks_of_statics, pending, functions.get("__init__"))
+        if pending
+        else None
     )
     register(cls, children, static_fields, marks_of_statics, functions, pending, settle)
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
@@ -351,8 +355,11 @@ Hidden = dict[str, tuple[object, "dataclasses.Field[object] | None"]]
 """Each JAX-array default hidden from `dataclasses`: the array, and the user's `Field` holding it."""
 
 
-def _hide_array_defaults(cls: type) -> Hidden:
+def _hide_array_defaults(cls: type) -> tuple[Hidden, dict[str, object]]:
+    """Hide each JAX-array default of `cls` from `dataclasses`: in the user's `Field`s here,
+    and in the class attributes returned (stand-ins, by name) for the caller to install."""
     hidden: Hidden = {}
+    stand_ins: dict[str, object] = {}
     for name, annotation in class_annotations(cls).items():
         value: object = getattr(cls, name, None)  # Inherited too, as `dataclasses` reads them.
         field = cast("dataclasses.Field[object]", value) if _is_field(value) else None
@@ -368,21 +375,23 @@ def _hide_array_defaults(cls: type) -> Hidden:
             if field is not None:
                 field.default = _SharedArrayDefault(default)
             else:
-                install(cls, {name: _SharedArrayDefault(default)})
-    return hidden
+                stand_ins[name] = _SharedArrayDefault(default)
+    return hidden, stand_ins
 
 
 def _is_field(value: object) -> bool:
     return isinstance(value, dataclasses.Field)
 
 
-def _restore_array_defaults(cls: type, hidden: Hidden) -> None:
-    """Put the arrays back: in the fields `dataclasses` made of `cls` (if it did), the user's
-    `Field`s, and the class attributes."""
+def _restore_array_defaults(cls: type, hidden: Hidden) -> dict[str, object]:
+    """Put the arrays back in the fields `dataclasses` made of `cls` (if it did) and the
+    user's `Field`s; the class attributes to put back (by name) are returned, to install."""
     made: dict[str, dataclasses.Field[object]] = cls.__dict__.get("__dataclass_fields__", {})
+    attributes: dict[str, object] = {}
     for name, (array, field) in hidden.items():
         for holder in (field, made.get(name)):
             if holder is not None:
                 holder.default = array
         if isinstance(cls.__dict__.get(name), _SharedArrayDefault):
-            install(cls, {name: array})
+            attributes[name] = array
+    return attributes

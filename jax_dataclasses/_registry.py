@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jax import tree_util
 
 from jax_dataclasses._annotations import PendingStatic
-from jax_dataclasses._codegen import FunctionSource, make_functions, take_code, tuple_source
+from jax_dataclasses._codegen import FunctionSource, make_functions, take_code
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
 Unflatten = Callable[[Any, Any], Any]
@@ -175,23 +175,23 @@ def tree_sources(
     code between them. With `pending`, flatten first settles the layout's pending fields
     (through the instance's class: no helper of its own)."""
     fields = children + statics
-    child_values = tuple_source([f"o.{name}" for name in children])
+    child_values = _tuple_source([f"o.{name}" for name in children])
     aux = (
         "None"
         if not statics
         else f"o.{statics[0]}"
         if len(statics) == 1
-        else tuple_source([f"o.{name}" for name in statics])
+        else _tuple_source([f"o.{name}" for name in statics])
     )
-    pairs = tuple_source([f"(__jdc_keys[{i}], o.{name})" for i, name in enumerate(children)])
+    pairs = _tuple_source([f"(__jdc_keys[{i}], o.{name})" for i, name in enumerate(children)])
     local = [f"c{i}" for i in range(len(children))] + [f"s{i}" for i in range(len(statics))]
     unpack: list[str] = []
     if len(statics) == 1:
         unpack.append(f"{local[-1]} = aux")
     elif statics:
-        unpack.append(f"{tuple_source(local[len(children) :])} = aux")
+        unpack.append(f"{_tuple_source(local[len(children) :])} = aux")
     if children:
-        unpack.append(f"{tuple_source(local[: len(children)])} = children")
+        unpack.append(f"{_tuple_source(local[: len(children)])} = children")
     store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
     keys = tuple(tree_util.GetAttrKey(name) for name in children)
     settle = [f"o.__class__.{LAYOUT_ATTR}.settle()"] if pending else []
@@ -210,6 +210,11 @@ def tree_sources(
             {"__jdc_setattr": object.__setattr__, "__jdc_new": object.__new__, "__jdc_cls": cls},
         ),
     ]
+
+
+def _tuple_source(items: Sequence[str]) -> str:
+    """Python source of a tuple display with `items`: `(a, b, )`, `()`."""
+    return "(" + "".join(f"{item}, " for item in items) + ")"
 
 
 def _register_loaded(
