@@ -11,7 +11,7 @@ libraries import it from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar, cast
 
@@ -28,14 +28,9 @@ from jax_dataclasses._tree_api import (
     keyed_level,
     keystr,
     one_level,
-    tree_flatten,
     type_of,
 )
-from jax_dataclasses._validate import (
-    check_leaf_at_block_end,
-    leaf_difference,
-    refuse_at_block_end,
-)
+from jax_dataclasses._validate import block_end_error, difference, leaf_difference, level
 
 T = TypeVar("T")
 
@@ -317,10 +312,10 @@ def _check_copy(copy: object, block: _Block, containers: list[tuple[Any, Any]]) 
                 paths = _paths(copy)
             if id(node) not in paths:  # No longer part of the copy.
                 continue
-            if key is not None and _unchanged(item, was):
-                continue
-            below = () if key is None else (as_key(key),)
-            _explain((*paths[id(node)], *below), item, was)
+            found = difference(was, item, statics=False)
+            if found is not None:
+                below = () if key is None else (as_key(key),)
+                raise block_end_error((*paths[id(node)], *below), found)
 
 
 _Changes = Iterable[tuple[Any, Any, Any]]
@@ -381,8 +376,8 @@ def _paths(tree: object) -> dict[int, KeyPath]:
             on_path.discard(entry)
             continue
         path, node = cast("tuple[KeyPath, Any]", entry)
-        level = _level(node)
-        if level is None:
+        node_level = level(node, statics=False)
+        if node_level is None:
             continue
         if id(node) in on_path:
             raise _cycle_error(tree, node)
@@ -391,40 +386,8 @@ def _paths(tree: object) -> dict[int, KeyPath]:
         paths[id(node)] = path
         on_path.add(id(node))
         stack.append(id(node))
-        stack.extend(((*path, key), child) for key, child in level[1] if not _is_leaf(child))
+        stack.extend(((*path, key), child) for key, child in node_level[1] if not _is_leaf(child))
     return paths
-
-
-def _unchanged(new: Any, old: Any) -> bool:
-    """Whether `new`, put into the copy where the original holds `old`, keeps its structure
-    (static values aside) and its leaves' shapes and dtypes (neither contains a cycle)."""
-    new_leaves, new_structure = tree_flatten(new)
-    old_leaves, old_structure = tree_flatten(old)
-    if new_structure != old_structure and not _same_but_statics(new, old):
-        return False
-    return all(
-        a is b or leaf_difference(b, a) is None for a, b in zip(new_leaves, old_leaves, strict=True)
-    )
-
-
-def _same_but_statics(new: Any, old: Any) -> bool:
-    """Whether two trees of different treedefs differ only in static values of their pytree
-    dataclasses (which a block may change)."""
-    stack: list[tuple[Any, Any]] = [(new, old)]
-    while stack:
-        new, old = stack.pop()
-        if _is_leaf(new) or _is_leaf(old):
-            if _is_leaf(new) is not _is_leaf(old):
-                return False
-            continue
-        new_children, new_level = one_level(new)
-        old_children, old_level = one_level(old)
-        if new_level != old_level and not (
-            type(new) is type(old) and layout_of(type_of(new)) is not None
-        ):
-            return False
-        stack.extend(zip(new_children, old_children, strict=True))
-    return True
 
 
 def _is_leaf(node: object) -> bool:
@@ -437,55 +400,6 @@ def _kind_of(node: object) -> _Kind | None:
     if cls in _LEAF_TYPES:
         return None
     return _KINDS.get(cls) or _kind(node)
-
-
-def _explain(path: KeyPath, new: object, old: object) -> None:
-    """Raise `MutationValidationError` for the first difference between `new`, at key path
-    `path` of the copy, and `old` (in key path order); `_unchanged` found one."""
-    stack: list[tuple[KeyPath, Any, Any]] = [(path, new, old)]
-    while stack:
-        path, new, old = stack.pop()
-        if new is old:
-            continue
-        new_level, old_level = _level(new), _level(old)
-        if new_level is None or old_level is None:
-            if new_level is not old_level:  # A leaf where a node was, or the reverse.
-                refuse_at_block_end(path, old, new)
-            check_leaf_at_block_end(path, old, new)
-            continue
-        (new_structure, new_children), (old_structure, old_children) = new_level, old_level
-        if new_structure != old_structure:
-            refuse_at_block_end(path, old, new)
-        for (key, child), (_, was) in zip(
-            reversed(new_children), reversed(old_children), strict=True
-        ):
-            stack.append(((*path, key), child, was))
-
-
-_Level = tuple[object, list[tuple[Any, Any]]]
-"""What one level of a node must keep (its class; its length or keys; a custom node's aux
-data) and its keyed children."""
-
-
-def _level(node: object) -> _Level | None:
-    """The structure and keyed children of `node`'s own level; None for a leaf."""
-    kind = _kind_of(node)
-    if kind is None:
-        return None
-    cls = type_of(node)
-    if type(kind) is _Dataclass:  # Static values may change in a block: the class only.
-        pairs: tuple[Any, ...] = kind.read_keyed(node)[0]
-        return cls, list(pairs)
-    if kind is _LIST or kind is _TUPLE:
-        items = cast(Sequence[Any], node)
-        return (cls, len(items)), [(SequenceKey(i), item) for i, item in enumerate(items)]
-    if kind is _DICT:
-        named = cast(dict[Any, Any], node)
-        return (cls, sorted(named, key=repr)), [
-            (DictKey(name), named[name]) for name in sorted(named, key=repr)
-        ]
-    children, structure = keyed_level(node)  # Any other node: JAX's own level.
-    return structure, [(path[0], child) for path, child in children]
 
 
 def _cycle_error(tree: object, node: object) -> ValueError:

@@ -21,9 +21,8 @@ from typing import Any, NoReturn
 from jax_dataclasses._annotations import pseudo_field_kind
 from jax_dataclasses._construct import is_constructing, raise_unregistered
 from jax_dataclasses._registry import layout_of
-from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._tree_api import flatten_one_level
-from jax_dataclasses._validate import check_assignment
+from jax_dataclasses._validate import check_field
 
 Assign = Callable[[Any, str, Any], None]
 """Performs `obj.name = value` for an object that may be mutated: `assign(obj, name, value)`."""
@@ -89,11 +88,7 @@ def assign_field(
         prop.fset(obj, value)
         return
     if validate:
-        if name in layout.children:
-            old = getattr(obj if original is None else original, name)
-            check_assignment(cls, name, old, value)
-        else:
-            check_static_value(cls, name, value)
+        check_field(layout, name, value, obj if original is None else original)
     object.__setattr__(obj, name, value)
 
 

@@ -1,36 +1,38 @@
-"""Checks that an assignment inside `copy_and_mutate(validate=True)` keeps a field's shape,
-and the messages for what the end-of-block walk of the copy (`_copy_and_mutate._check_copy`)
-finds changed.
+"""`copy_and_mutate`'s validation: one comparison of a value with the one it replaces
+(`difference`), and the two messages made from what it finds, for an assignment
+(`check_field`) and for what the end-of-block walk of the copy
+(`_copy_and_mutate._check_copy`) finds changed (`block_end_error`).
 
-"Shape" here means the field value's tree structure (treedef, static values of nested
-dataclasses included), each leaf's shape and each leaf's dtype. Dtypes are compared the way
-JAX canonicalises them: 64-bit and 32-bit widths count as equal, and a weakly typed scalar (a
-Python scalar, or what one becomes under `jit`) fits a leaf when JAX's type promotion of the
-two keeps the leaf's dtype.
+"Shape" here means the value's tree structure (treedef; static values of nested dataclasses
+too, except at the end of a block, where they may have been assigned), each leaf's shape and
+each leaf's dtype. Dtypes are compared the way JAX canonicalises them: 64-bit and 32-bit widths
+count as equal, and a weakly typed scalar (a Python scalar, or what one becomes under `jit`)
+fits a leaf when JAX's type promotion of the two keeps the leaf's dtype.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NoReturn, cast
+from typing import Any, NamedTuple, cast
 
 import jax.numpy as jnp
 import numpy as np
 from jax import dtypes
+from jax.tree_util import DictKey, SequenceKey
 
 from jax_dataclasses._printing import array_summary
-from jax_dataclasses._registry import layout_of
+from jax_dataclasses._registry import Layout, layout_of
+from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._tree_api import (
     KeyPath,
-    Treedef,
     is_node,
-    keyed_children,
+    keyed_level,
     keystr,
-    one_level,
     tree_flatten,
     tree_flatten_with_path,
     tree_structure,
+    type_of,
 )
 
 # JAX canonicalises these to their 32-bit counterparts unless `jax_enable_x64` is set; code
@@ -84,24 +86,130 @@ class MutationValidationError(AssertionError):
     """
 
 
-def check_assignment(cls: type, field: str, old: object, new: object) -> None:
-    """Raise `MutationValidationError` unless `new` may replace child field `field`'s `old`."""
-    if new is old:
+class Difference(NamedTuple):
+    """Where a new value first differs from the old one, and how."""
+
+    path: KeyPath
+    """The key path below the compared values."""
+    what: str
+    """"tree structure", "shape", "dtype" or "leaf type"."""
+    old: object
+    """The old value's part at `path`."""
+    new: object
+    """The new value's part at `path`."""
+
+
+def check_field(layout: Layout, name: str, value: object, original: object) -> None:
+    """Raise unless `value` may be assigned to field `name` of an instance of `layout.cls`: a
+    child keeps the tree structure, shapes and dtypes of the field's value in `original` (the
+    object the edited one copies), a static value passes the static-value checks."""
+    if name not in layout.children:
+        check_static_value(layout.cls, name, value)
         return
-    if is_node(old) or is_node(new):
-        old_leaves, old_structure = tree_flatten(old)
-        new_leaves, new_structure = tree_flatten(new)
-        if old_structure != new_structure:
-            _raise_structure_error(cls, field, old, new)
-    else:  # Two leaves (the common case of replacing one array): no treedefs to build.
-        old_leaves, new_leaves = [old], [new]
+    found = difference(getattr(original, name), value)
+    if found is not None:
+        raise MutationValidationError(
+            f"copy_and_mutate: assigning to field {name!r} of {layout.cls.__qualname__} changes "
+            f"the {found.what} {_within(layout.cls, name, found.path)}: {_detail(found)}. "
+            + _FIX.format(what=found.what)
+        )
+
+
+def block_end_error(path: KeyPath, found: Difference) -> MutationValidationError:
+    """The error when a validated block ends and the copy holds, at key path `path`, a value
+    that differs from the original's (`found`, from `difference(..., statics=False)`)."""
+    where = keystr((*path, *found.path)) or "(the root)"
+    return MutationValidationError(
+        f"{_BLOCK_END} {found.what} at key path {where}: {_detail(found)}. "
+        + _FIX.format(what=found.what)
+    )
+
+
+_BLOCK_END = (
+    "copy_and_mutate: when the block ended, the copy (a list, dict or other container edited "
+    "in place, or a value assigned and then changed) had changed the"
+)
+
+
+def _within(cls: type, field: str, path: KeyPath) -> str:
+    key_path = keystr(path)
+    if not key_path:
+        return "of the field's value itself"
+    return f"at key path {key_path} ({cls.__qualname__}.{field}{key_path})"
+
+
+def _detail(found: Difference) -> str:
+    if found.what == "tree structure":
+        return _what_changed(found.old, found.new)
+    return f"old {_describe(found.old)}, new {_describe(found.new)}"
+
+
+def difference(old: object, new: object, statics: bool = True) -> Difference | None:
+    """The first way `new` fails to keep `old`'s tree structure (with the static values of
+    pytree dataclasses, unless `statics` is False), then a leaf's shape or dtype; None if it
+    keeps them. A structure difference comes first, at the outermost node where the two
+    differ; a leaf's comes in key path order. Neither value may contain a cycle."""
+    if new is old:
+        return None
+    if not (is_node(old) or is_node(new)):  # Two leaves (one array replacing another).
+        what = leaf_difference(old, new)
+        return None if what is None else Difference((), what, old, new)
+    old_leaves, old_structure = tree_flatten(old)
+    new_leaves, new_structure = tree_flatten(new)
+    if old_structure != new_structure:
+        found = _structure_difference(old, new, statics)
+        if found is not None:
+            return found  # Else only static values differ, and `statics` is False.
     for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
         what = None if old_leaf is new_leaf else leaf_difference(old_leaf, new_leaf)
         if what is not None:
             path = tree_flatten_with_path(old, None)[0][index][0]
-            raise MutationValidationError(
-                _message(cls, field, path, what, _describe(old_leaf), _describe(new_leaf))
-            )
+            return Difference(path, what, old_leaf, new_leaf)
+    return None
+
+
+def _structure_difference(old: object, new: object, statics: bool) -> Difference | None:
+    """The outermost node (in key path order) where the structures of `old` and `new` differ."""
+    stack: list[tuple[KeyPath, object, object]] = [((), old, new)]
+    while stack:
+        path, old, new = stack.pop()
+        if new is old:
+            continue
+        old_level, new_level = level(old, statics), level(new, statics)
+        if old_level is None and new_level is None:
+            continue
+        if old_level is None or new_level is None or old_level[0] != new_level[0]:
+            return Difference(path, "tree structure", old, new)
+        for (key, old_child), (_, new_child) in zip(
+            reversed(old_level[1]), reversed(new_level[1]), strict=True
+        ):
+            stack.append(((*path, key), old_child, new_child))
+    return None
+
+
+Level = tuple[object, list[tuple[Any, Any]]]
+"""What one level of a node must keep (its class; its length or keys; a custom node's aux
+data; a pytree dataclass's static values, where they count) and its keyed children."""
+
+
+def level(node: object, statics: bool) -> Level | None:
+    """The structure and keyed children of `node`'s own level; None for a leaf."""
+    cls = type_of(node)
+    layout = layout_of(cls)
+    if layout is not None:
+        pairs, aux = layout.flatten_with_keys(node)
+        return ((cls, aux) if statics else cls), list(pairs)
+    if cls is list or cls is tuple:
+        items = cast("list[Any] | tuple[Any, ...]", node)
+        return (cls, len(items)), [(SequenceKey(i), item) for i, item in enumerate(items)]
+    if cls is dict:
+        named = cast("dict[Any, Any]", node)
+        keys = sorted(named, key=repr)
+        return (cls, keys), [(DictKey(name), named[name]) for name in keys]
+    if not is_node(node):
+        return None
+    children, structure = keyed_level(node)  # Any other node: JAX's own level.
+    return structure, [(path[0], child) for path, child in children]
 
 
 def leaf_difference(old_leaf: object, new_leaf: object) -> str | None:
@@ -178,21 +286,6 @@ def _describe(leaf: object) -> str:
     return array_summary(leaf) + weak
 
 
-def _raise_structure_error(cls: type, field: str, old: object, new: object) -> None:
-    path, old_part, new_part = _first_difference(old, new, ()) or ((), old, new)
-    key_path = keystr(tuple(path))
-    where = (
-        f"at key path {key_path} ({cls.__qualname__}.{field}{key_path})"
-        if key_path
-        else "of the field's value itself"
-    )
-    raise MutationValidationError(
-        f"copy_and_mutate: assigning to field {field!r} of {cls.__qualname__} changes the "
-        f"tree structure {where}: {_what_changed(old_part, new_part)}. "
-        + _FIX.format(what="tree structure")
-    )
-
-
 def _what_changed(old: object, new: object) -> str:
     """The difference between two nodes whose own level differs, in a few words."""
     kind = type(old)
@@ -230,7 +323,7 @@ def _what_changed(old: object, new: object) -> str:
             "value with the class the original tree uses, or rebuild the whole tree"
         )
     if _summary(old) == _summary(new):  # The node's own data differs (a custom node's).
-        return _short(f"{_one_level(old)} → {_one_level(new)}")
+        return _short(f"{keyed_level(old)[1]} → {keyed_level(new)[1]}")
     return f"{_summary(old)} → {_summary(new)}"
 
 
@@ -250,65 +343,3 @@ def _summary(node: object) -> str:
     if node is None or not is_node(node):
         return "None" if node is None else _describe(node)
     return kind.__qualname__
-
-
-def _first_difference(
-    old: object, new: object, path: KeyPath
-) -> tuple[KeyPath, object, object] | None:
-    """The key path of the outermost node where `old` and `new` differ, and both nodes there."""
-    node = _one_level(old)
-    if node != _one_level(new):
-        return path, old, new
-    if node.num_nodes == 1:  # A leaf, or a node without children.
-        return None
-    for (key, old_child), (_, new_child) in zip(
-        keyed_children(old), keyed_children(new), strict=True
-    ):
-        found = _first_difference(old_child, new_child, path + key)
-        if found is not None:
-            return found
-    return None
-
-
-def refuse_at_block_end(path: KeyPath, old: object, new: object) -> NoReturn:
-    """When a validated block ends: the copy holds `new` at key path `path` where the original
-    holds `old`, and their structures differ at their own level (static values aside).
-    Raise `MutationValidationError` naming the key path and what changed."""
-    raise MutationValidationError(
-        f"{_BLOCK_END} tree structure at key path {keystr(path) or '(the root)'}: "
-        f"{_what_changed(old, new)}. " + _FIX.format(what="tree structure")
-    )
-
-
-def check_leaf_at_block_end(path: KeyPath, old: object, new: object) -> None:
-    """When a validated block ends: leaf `new` of the copy at `path` keeps `old`'s shape and
-    dtype, or `MutationValidationError`."""
-    what = leaf_difference(old, new)
-    if what is not None:
-        raise MutationValidationError(
-            f"{_BLOCK_END} {what} at key path {keystr(path) or '(the root)'}: old "
-            f"{_describe(old)}, new {_describe(new)}. " + _FIX.format(what=what)
-        )
-
-
-_BLOCK_END = (
-    "copy_and_mutate: when the block ended, the copy (a list, dict or other container edited "
-    "in place, or a value assigned and then changed) had changed the"
-)
-
-
-def _one_level(tree: object) -> Treedef:
-    return one_level(tree)[1]
-
-
-def _message(cls: type, field: str, path: Sequence[Any], what: str, old: str, new: str) -> str:
-    key_path = keystr(tuple(path))
-    where = (
-        f"at key path {key_path} ({cls.__qualname__}.{field}{key_path})"
-        if key_path
-        else "of the field's value itself"
-    )
-    return (
-        f"copy_and_mutate: assigning to field {field!r} of {cls.__qualname__} changes the "
-        f"{what} {where}: old {old}, new {new}. " + _FIX.format(what=what)
-    )
