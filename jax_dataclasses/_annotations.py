@@ -5,7 +5,7 @@ decides, so `Static[Later]` works while `Later` is still undefined; `Static` any
 (`Optional[Static[int]]`) is an error, never a silently dynamic value. Annotations are read as
 the standard library reads them on each Python, and a name not defined yet is decided later
 (`PendingStatic`). The other marks of static fields live here too: field metadata
-(`static_metadata_key`) and 1.x's `static_field()`.
+(`static_metadata_mark`) and 1.x's `static_field()`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import ast
 import builtins
 import contextlib
 import dataclasses
+import enum
 import inspect
 import sys
 import threading
@@ -52,17 +53,32 @@ class _StaticMarker:
 STATIC_MARKER = _StaticMarker()
 LEGACY_STATIC_MARKER = "__jax_dataclasses_static_field__"
 """What jax_dataclasses 1.6 put in `Annotated` metadata and field metadata; still honoured."""
-_STATIC_METADATA = ((LEGACY_STATIC_MARKER, True), ("static", True), ("pytree_node", False))
-STATIC_ANNOTATION = "Static"
-"""The mark of a field static by its annotation; other marks are field metadata keys."""
 
 
-def static_metadata_key(metadata: Mapping[str, object]) -> str | None:
-    """The key of a field's metadata that marks it static (1.6's marker, or `static=True` /
+class Mark(enum.Enum):
+    """What makes a field static: a layout's `marks`, one per static field, decided once
+    (`static_marks`) and read where a message says how to undo it or 1.6's reading matters.
+    A metadata mark's value is its field metadata key."""
+
+    ANNOTATION = "Static"
+    """`Static[...]` in the field's annotation (it counts first)."""
+    STATIC_FIELD = LEGACY_STATIC_MARKER
+    """1.6's `static_field()`: its marker in the field metadata."""
+    STATIC = "static"
+    """Field metadata `static=True`, as equinox spells it."""
+    PYTREE_NODE = "pytree_node"
+    """Field metadata `pytree_node=False`, as flax spells it."""
+
+
+_METADATA_MARKS = ((Mark.STATIC_FIELD, True), (Mark.STATIC, True), (Mark.PYTREE_NODE, False))
+
+
+def static_metadata_mark(metadata: Mapping[str, object]) -> Mark | None:
+    """The mark of field metadata that makes a field static (1.6's marker, or `static=True` /
     `pytree_node=False` as other libraries spell it), compared with `==`; else None."""
-    for key, value in _STATIC_METADATA:
-        if key in metadata and metadata[key] == value:
-            return key
+    for mark, value in _METADATA_MARKS:
+        if mark.value in metadata and metadata[mark.value] == value:
+            return mark
     return None
 
 
@@ -493,14 +509,14 @@ if TYPE_CHECKING:  # Defining a Protocol at import costs what the rest of the mo
         @property
         def statics(self) -> tuple[str, ...]: ...
         @property
-        def marks(self) -> tuple[str, ...]: ...
+        def marks(self) -> tuple[Mark, ...]: ...
         @property
         def pending(self) -> tuple[PendingStatic, ...]: ...
 
 
 def static_marks(
     cls: type, decided: Mapping[type, Decided]
-) -> tuple[dict[str, str], tuple[PendingStatic, ...]]:
+) -> tuple[dict[str, Mark], tuple[PendingStatic, ...]]:
     """What makes each static field of dataclass `cls` static (the layout's `marks`), decided
     here once, and the fields whose annotations name something not defined yet
     (`PendingStatic`: children until settled, which may only confirm that).
@@ -510,7 +526,7 @@ def static_marks(
     layouts of the class's registered bases); annotations are read in the scope that defines
     the class that declared the field.
     """
-    marks: dict[str, str] = {}
+    marks: dict[str, Mark] = {}
     pending: list[PendingStatic] = []
     scopes: dict[type, tuple[Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any]]] = {}
     for f in dataclasses.fields(cls):
@@ -521,7 +537,7 @@ def static_marks(
                 marks[f.name] = owner_layout.marks[owner_layout.statics.index(f.name)]
             pending.extend(p for p in owner_layout.pending if p.name == f.name and not p.settled)
             continue
-        key = static_metadata_key(f.metadata)
+        key = static_metadata_mark(f.metadata)
         where = f"field {f.name!r} of {cls.__qualname__}"
         try:
             if owner not in scopes:
@@ -535,7 +551,7 @@ def static_marks(
                 raise
             decision = False
         if decision:
-            marks[f.name] = STATIC_ANNOTATION
+            marks[f.name] = Mark.ANNOTATION
         elif key is not None:
             marks[f.name] = key
         elif decision is None:

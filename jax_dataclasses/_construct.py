@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 
 from jax_dataclasses._annotations import (
     SETTLE_LOCK,
+    Mark,
     PendingStatic,
     class_annotations,
     pseudo_field_kind,
@@ -535,7 +536,7 @@ def settler(
     cls: type,
     children: tuple[str, ...],
     statics: tuple[str, ...],
-    marks: tuple[str, ...],
+    marks: tuple[Mark, ...],
     pending: tuple[PendingStatic, ...],
     init: Callable[..., None] | None,
 ) -> Callable[[], None] | None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from jax import tree_util
 
-from jax_dataclasses._annotations import PendingStatic
+from jax_dataclasses._annotations import Mark, PendingStatic
 from jax_dataclasses._codegen import FunctionSource, make_functions, take_code
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
@@ -41,8 +41,8 @@ class Layout:
     cls: type
     children: tuple[str, ...]
     statics: tuple[str, ...]
-    marks: tuple[str, ...]
-    """What makes each of `statics` static: `Static` (its annotation) or a field metadata key."""
+    marks: tuple[Mark, ...]
+    """What makes each of `statics` static (`Mark`)."""
     flatten: Flatten
     """`flatten(obj) -> (children, aux)`: children a tuple in field order."""
     flatten_with_keys: Callable[[Any], Any]
@@ -106,7 +106,7 @@ def register(
     cls: type,
     children: tuple[str, ...],
     statics: tuple[str, ...],
-    marks: tuple[str, ...],
+    marks: tuple[Mark, ...],
     functions: Mapping[str, Callable[..., Any]] | None = None,
     pending: tuple[PendingStatic, ...] = (),
     settle: Callable[[], None] | None = None,
@@ -218,7 +218,7 @@ def _tuple_source(items: Sequence[str]) -> str:
 
 
 def _register_loaded(
-    cls: type, children: tuple[str, ...], statics: tuple[str, ...], marks: tuple[str, ...]
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...], marks: tuple[Mark, ...]
 ) -> Layout:
     """A class cloudpickle rebuilds, while it restores the class's attributes."""
     register(cls, children, statics, marks)

@@ -28,7 +28,7 @@ import numpy as np
 from jax import Array, tree_util
 from jax.tree_util import GetAttrKey
 
-from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, STATIC_ANNOTATION
+from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, Mark
 from jax_dataclasses._registry import Layout, layout_of, on_register
 from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
 
@@ -353,9 +353,9 @@ def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
     unsaved = {
         name
         for name, mark in zip(layout.statics, layout.marks, strict=True)
-        if mark == LEGACY_STATIC_MARKER
+        if mark is Mark.STATIC_FIELD
     }
-    if STATIC_ANNOTATION in layout.marks:
+    if Mark.ANNOTATION in layout.marks:
         hints = _hints_as_1_6(layout.cls)
         unsaved.update(
             name

@@ -22,7 +22,7 @@ from typing import cast
 import numpy as np
 from jax import Array, core
 
-from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, STATIC_ANNOTATION
+from jax_dataclasses._annotations import Mark
 from jax_dataclasses._codegen import FILENAME_PREFIX
 from jax_dataclasses._registry import layout_of
 
@@ -121,13 +121,13 @@ def _problem(value: object) -> str | None:
 def _unmark(cls: type, field: str) -> str:
     """How to make `field` a child: undo whatever made it static."""
     layout = layout_of(cls)
-    mark = layout.marks[layout.statics.index(field)] if layout else STATIC_ANNOTATION
-    if mark == LEGACY_STATIC_MARKER:
-        return f"stop using jdc.static_field(), or remove {mark!r} from its field metadata"
-    if mark != STATIC_ANNOTATION:
-        value = getattr(cls, "__dataclass_fields__")[field].metadata[mark]  # noqa: B009
-        return f"remove {mark}={value!r} from its field metadata"
-    return "remove Static[...] from its annotation"
+    mark = layout.marks[layout.statics.index(field)] if layout else Mark.ANNOTATION
+    if mark is Mark.ANNOTATION:
+        return "remove Static[...] from its annotation"
+    if mark is Mark.STATIC_FIELD:
+        return f"stop using jdc.static_field(), or remove {mark.value!r} from its field metadata"
+    value = getattr(cls, "__dataclass_fields__")[field].metadata[mark.value]  # noqa: B009
+    return f"remove {mark.value}={value!r} from its field metadata"
 
 
 def check_static_value(cls: type, field: str, value: object) -> None:
