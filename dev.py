@@ -499,7 +499,7 @@ def main(argv: list[str]) -> int:
     if args.command == "downstream":
         import dev_downstream  # Next to dev.py; only this command needs it.
 
-        return dev_downstream.main(args.projects, ensure_venv, relock=args.lock)
+        return dev_downstream.main(args.projects, relock=args.lock)
 
     command, corner = args.command, NEWEST
     if command == "tour":

@@ -34,8 +34,10 @@ import sys
 import textwrap
 import types
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
 SKIP = re.compile(r"^\s*<!--\s*skip:\s*(?P<reason>\S.*?)\s*-->\s*$")
@@ -167,3 +169,20 @@ if __name__ == "__main__":
         warnings.filterwarnings("error", category=DeprecationWarning, module=module)
     for argument in sys.argv[1:]:
         print(f"{argument}: {run_page(Path(argument))} block(s) ran")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors the documentation site gives a Markdown page's headings: Python-Markdown's
+    `toc` extension, which mkdocs runs, with the fences of `mkdocs.yml` (headings inside code
+    blocks are none)."""
+    import markdown  # The docs' own dependency: only the anchor checks need it.
+
+    converter = markdown.Markdown(extensions=["toc", "pymdownx.superfences", "attr_list"])
+    converter.convert(page.read_text())
+
+    def ids(tokens: list[dict[str, Any]]) -> Iterator[str]:
+        for token in tokens:
+            yield token["id"]
+            yield from ids(token["children"])
+
+    return set(ids(converter.toc_tokens))  # type: ignore[attr-defined]  # Set by the extension.

@@ -59,9 +59,9 @@ from differential_strategies import (
     static_names,
     values_of,
 )
+from doc_blocks import anchors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from load_file import load_file
 
 _EXAMPLES = int(os.environ.get("JDC_DIFFERENTIAL_EXAMPLES", "0"))
 ORACLE = settings(
@@ -1057,12 +1057,6 @@ def test_regressions(hierarchy: Hierarchy) -> None:
 
 
 # -- the table itself ----------------------------------------------------------------------
-
-
-def anchors(page: Path) -> set[str]:
-    """The anchors mkdocs gives the page's headings (as `python3 dev.py downstream` checks)."""
-    found: set[str] = load_file(DOCS.parent / "dev_downstream.py").anchors(page)
-    return found
 
 
 @pytest.mark.parametrize("difference", DIFFERENCES, ids=lambda d: d.name)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from doc_blocks import anchors
 from load_file import load_file
 from packaging.specifiers import SpecifierSet  # installed with pytest
 
@@ -189,6 +190,9 @@ def test_downstream_lists_name_known_projects_and_existing_docs_sections() -> No
     differences, deselections, problems = DOWNSTREAM.load_lists()
     assert problems == []
     assert differences and deselections
+    for difference in differences:
+        page, _, anchor = difference.docs.partition("#")
+        assert anchor in anchors(ROOT / page), f"{difference.test}: no section #{anchor} in {page}"
 
 
 def test_dev_py_offers_the_documented_commands() -> None:
