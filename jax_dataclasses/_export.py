@@ -231,7 +231,7 @@ def _store(cls: type, aux: object, codecs: Mapping[str, _Codec]) -> bytes:
     statics: dict[str, object] = {}
     for field, value in zip(layout.statics, _aux_values(layout, aux), strict=True):
         codec = codecs.get(field)
-        stored = _encode(codec.encode(value) if codec else value, cls, field, codec is not None)
+        stored = _encode_field(cls, field, value, codec)
         back = _decode(stored, cls, field)
         back = codec.decode(back) if codec else back
         if not _same(back, value):
@@ -249,6 +249,28 @@ def _store(cls: type, aux: object, codecs: Mapping[str, _Codec]) -> bytes:
         statics[field] = stored
     document = {"format": FORMAT, "children": list(layout.children), "statics": statics}
     return json.dumps(document, separators=(",", ":")).encode()
+
+
+def _encode_field(cls: type, field: str, value: object, codec: _Codec | None) -> object:
+    encoded = codec.encode(value) if codec else value
+    try:
+        return _encode(encoded)
+    except _Unsupported as error:
+        part = error.args[0]
+        where = "" if part is encoded else f", which holds {_short(part)}"
+        raise TypeError(
+            f"{cls.__qualname__}.{field}: "
+            + ("its codec's encode returned " if codec else "its static value is ")
+            + f"{_short(encoded)}{where} ({type(part).__module__}.{type(part).__qualname__}), "
+            f"which a serialized export cannot store. Stored as they are: {SUPPORTED}. "
+            + (
+                "Make encode return one of those."
+                if codec
+                else "Give the field a codec that turns its value into one of those and back: "
+                f"jdc.register_export({cls.__name__}, static_codecs={{{field!r}: (encode, "
+                "decode)}})."
+            )
+        ) from None
 
 
 def _load(cls: type, name: str, data: bytes, codecs: Mapping[str, _Codec]) -> object:
@@ -288,13 +310,12 @@ def _aux_values(layout: Layout, aux: object) -> tuple[object, ...]:
     return (aux,) if len(layout.statics) == 1 else aux  # type: ignore[return-value]  # A tuple.
 
 
-def _encode(value: Any, cls: type, field: str, from_codec: bool) -> object:
+def _encode(value: Any) -> object:
     checked: object = value  # Narrowed by the checks below; `value` stays Any for the reads.
-    kind: type = type(checked)
-    if value is None or kind in (bool, int, float, str):
+    if value is None or type(checked) in (bool, int, float, str):
         return value
-    if kind is tuple:
-        return [_encode(item, cls, field, from_codec) for item in value]
+    if type(checked) is tuple:
+        return [_encode(item) for item in value]
     if isinstance(checked, enum.Enum):
         owner: type = type(checked)
         if _find(owner.__module__, owner.__qualname__) is owner:
@@ -307,18 +328,11 @@ def _encode(value: Any, cls: type, field: str, from_codec: bool) -> object:
         return {"numpy_type": np.dtype(value).name}
     elif isinstance(checked, np.generic) and value.dtype.kind in "biuf":
         return {"numpy_scalar": value.dtype.name, "value": value.item()}
-    raise TypeError(
-        f"{cls.__qualname__}.{field}: "
-        + ("its codec's encode returned " if from_codec else "its static value is ")
-        + f"{_short(value)} ({kind.__module__}.{kind.__qualname__}), which a serialized export "
-        f"cannot store. Stored as they are: {SUPPORTED}. "
-        + (
-            "Make encode return one of those."
-            if from_codec
-            else "Give the field a codec that turns its value into one of those and back: "
-            f"jdc.register_export({cls.__name__}, static_codecs={{{field!r}: (encode, decode)}})."
-        )
-    )
+    raise _Unsupported(value)
+
+
+class _Unsupported(Exception):
+    """A part of a static value that `_encode` cannot store (`_store` says where it is)."""
 
 
 def _decode(stored: Any, cls: type, field: str) -> object:
