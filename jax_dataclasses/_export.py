@@ -268,7 +268,7 @@ def _encode_field(cls: type, field: str, value: object, codec: _Codec | None) ->
                 if codec
                 else "Give the field a codec that turns its value into one of those and back: "
                 f"jdc.register_export({cls.__name__}, static_codecs={{{field!r}: (encode, "
-                "decode)}})."
+                "decode)})."
             )
         ) from None
 

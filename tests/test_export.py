@@ -224,7 +224,7 @@ def test_an_unsupported_static_value_names_the_class_field_and_codec() -> None:
         message
     )
     assert "frozenset({1}) (builtins.frozenset), which a serialized export cannot store" in message
-    assert "static_codecs={'extra': (encode, decode)}" in message and "tuples of these" in message
+    assert "static_codecs={'extra': (encode, decode)})." in message and "tuples of these" in message
 
 
 def test_an_enum_defined_in_a_function_is_refused_when_serialized() -> None:
