@@ -320,7 +320,7 @@ def _encode(value: Any) -> object:
         owner: type = type(checked)
         if _find(owner.__module__, owner.__qualname__) is owner:
             return {"enum": f"{owner.__module__}:{owner.__qualname__}", "name": value.name}
-    elif isinstance(checked, np.dtype):
+    elif isinstance(checked, np.dtype) and value.names is None:  # Structured: no name.
         return {"dtype": str(value)}
     elif isinstance(checked, type(jnp.float32)):  # jnp.float32: a class of JAX's, not NumPy's.
         return {"jax_numpy_type": value.__name__}

@@ -8,6 +8,7 @@ every name for the life of the process.
 
 from __future__ import annotations
 
+import collections
 import enum
 import pickle
 import subprocess
@@ -225,6 +226,36 @@ def test_an_unsupported_static_value_names_the_class_field_and_codec() -> None:
     )
     assert "frozenset({1}) (builtins.frozenset), which a serialized export cannot store" in message
     assert "static_codecs={'extra': (encode, decode)})." in message and "tuples of these" in message
+
+
+Point = collections.namedtuple("Point", "x y")
+ALIAS = np.longlong  # On Linux, a type of its own whose dtype's name ("int64") gives np.int64.
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (Point(1, 2), r"Point\(x=1, y=2\) \(test_export\.Point\), which a serialized"),
+        (1 + 2j, r"\(1\+2j\) \(builtins\.complex\), which a serialized"),
+        (np.dtype([("a", "<f4")]), r"\(numpy\.dtypes\.VoidDType\), which a serialized"),
+        (ALIAS, r"would come back from a serialized export as <class 'numpy\.int64'>"),
+    ],
+    ids=["namedtuple", "complex", "structured dtype", "numpy type alias"],
+)
+def test_values_that_cannot_come_back_are_refused(value: object, why: str) -> None:
+    if value is ALIAS and np.dtype(np.dtype(ALIAS).name).type is ALIAS:
+        pytest.skip("np.longlong is the type its dtype's name gives, on this platform")
+
+    @jdc.pytree_dataclass
+    class Odd:
+        x: jax.Array
+        odd: jdc.Static[Any] = None
+
+    jdc.register_export(Odd, "test_export.Odd")
+    exported = jax.export.export(jax.jit(lambda o: o))(Odd(jnp.ones(1), value))
+    with pytest.raises(TypeError, match=r"Odd\.odd: .*" + why) as caught:
+        exported.serialize()
+    assert "static_codecs={'odd': (encode, decode)})." in str(caught.value)
 
 
 def test_an_enum_defined_in_a_function_is_refused_when_serialized() -> None:
