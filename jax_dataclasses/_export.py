@@ -47,6 +47,9 @@ _LOCK = threading.Lock()
 
 
 class _Codec(NamedTuple):
+    """A field's own way to store its static values (`static_codecs`): `encode` returns a value
+    `_encode` can store, `decode` turns it back."""
+
     encode: Callable[[Any], object]
     decode: Callable[[Any], object]
 
@@ -144,6 +147,7 @@ def register_export(
 
 
 def _default_name(cls: type) -> str:
+    """`module.qualname`: stable across processes, unless the class is made by a function."""
     if "<locals>" in cls.__qualname__:
         raise ValueError(
             f"register_export({cls.__qualname__}): the class is defined inside a function, so "
@@ -159,6 +163,7 @@ def _codecs(
     layout: Layout,
     given: Mapping[str, tuple[Callable[[Any], object], Callable[[Any], object]]],
 ) -> dict[str, _Codec]:
+    """`static_codecs`, checked: static fields only, each a pair of functions."""
     codecs: dict[str, _Codec] = {}
     for field, pair in given.items():
         if field not in layout.statics:
@@ -178,6 +183,7 @@ def _codecs(
 
 
 def _same_definition(a: type, b: type) -> bool:
+    """Whether `b` is `a` defined again (a notebook cell run again), or `a` itself."""
     return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
 
 
@@ -197,6 +203,7 @@ def _replace(
 
 
 def _conflict(cls: type, name: str, previous: type | None) -> ValueError:
+    """The error for a registration JAX refused, saying which of the class or name is taken."""
     own = next((n for n, c in _NAMES.items() if c is cls), None)
     if own is not None:
         why = (
@@ -252,6 +259,8 @@ def _store(cls: type, aux: object, codecs: Mapping[str, _Codec]) -> bytes:
 
 
 def _encode_field(cls: type, field: str, value: object, codec: _Codec | None) -> object:
+    """`value` of `cls.field` as JSON, or a `TypeError` naming the field, the part that cannot
+    be stored, and the fix."""
     encoded = codec.encode(value) if codec else value
     try:
         return _encode(encoded)
@@ -300,6 +309,8 @@ def _load(cls: type, name: str, data: bytes, codecs: Mapping[str, _Codec]) -> ob
 
 
 def _layout(cls: type) -> Layout:
+    """The current layout of a class `register_export` accepted (read at each use: a class
+    whose annotations named something not yet defined may have settled since)."""
     return cast(Layout, layout_of(cls))  # register_export checked it; it stays registered.
 
 
@@ -311,6 +322,8 @@ def _aux_values(layout: Layout, aux: object) -> tuple[object, ...]:
 
 
 def _encode(value: Any) -> object:
+    """One static value as tagged JSON (`_decode` reverses it); `_Unsupported` for a part that
+    has no form here."""
     checked: object = value  # Narrowed by the checks below; `value` stays Any for the reads.
     if value is None or type(checked) in (bool, int, float, str):
         return value
@@ -336,6 +349,7 @@ class _Unsupported(Exception):
 
 
 def _decode(stored: Any, cls: type, field: str) -> object:
+    """The static value `_encode` stored (`cls` and `field` name it in errors)."""
     if isinstance(stored, list):
         return tuple(_decode(item, cls, field) for item in stored)  # pyright: ignore[reportUnknownVariableType]  # JSON.
     if not isinstance(stored, dict):
@@ -380,5 +394,6 @@ def _same(a: object, b: object) -> bool:
 
 
 def _short(value: object) -> str:
+    """A repr short enough for a message."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
