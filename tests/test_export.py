@@ -237,7 +237,7 @@ ALIAS = np.longlong  # On Linux, a type of its own whose dtype's name ("int64") 
     [
         (Point(1, 2), r"Point\(x=1, y=2\) \(test_export\.Point\), which a serialized"),
         (1 + 2j, r"\(1\+2j\) \(builtins\.complex\), which a serialized"),
-        (np.dtype([("a", "<f4")]), r"\(numpy\.dtypes\.VoidDType\), which a serialized"),
+        (np.dtype([("a", "<f4")]), r"dtype\(\[\('a', '<f4'\)\]\) \(numpy\.\S+\), which a"),
         (ALIAS, r"would come back from a serialized export as <class 'numpy\.int64'>"),
     ],
     ids=["namedtuple", "complex", "structured dtype", "numpy type alias"],
