@@ -12,6 +12,7 @@ from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._construct import DerivedFieldWarning
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import AnnotationMismatchError, EnforcedAnnotationsMixin
+from jax_dataclasses._export import register_export
 from jax_dataclasses._jit import jit
 from jax_dataclasses._printing import pformat, pprint
 from jax_dataclasses._serialization import from_v1_6_layout, v1_6_layout
@@ -61,6 +62,7 @@ __all__ = [
     "pformat",
     "pprint",
     "pytree_dataclass",
+    "register_export",
     "replace",
     "static_field",
     "v1_6_layout",
