@@ -26,16 +26,25 @@ import math
 import typing
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeAlias, final
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeAlias, cast, final
 
 import jax
+from jax import core
 from jax.sharding import NamedSharding, PartitionSpec
-from jax.tree_util import GetAttrKey, keystr, tree_flatten_with_path
+from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._annotations import class_annotations, defining_scope
 from jax_dataclasses._codegen import module_globals
 from jax_dataclasses._printing import array_summary
 from jax_dataclasses._registry import layout_of
+from jax_dataclasses._tree_api import (
+    KeyPath,
+    keyed_children,
+    keystr,
+    tree_flatten_with_path,
+    tree_structure,
+    type_of,
+)
 
 if TYPE_CHECKING:
     from jax.sharding import AbstractMesh, Mesh
@@ -48,11 +57,13 @@ MeshAxes: TypeAlias = str | tuple[str, ...] | None
 """What a rule maps a logical name to: a mesh axis, several, or None (not sharded)."""
 Rules: TypeAlias = Mapping[str, MeshAxes] | Sequence[tuple[str, MeshAxes]]
 """`{"embed": None, "mlp": "model"}`, or flax's `[("embed", None), ("mlp", "model")]`."""
-KeyPath: TypeAlias = tuple[Any, ...]
 Default: TypeAlias = PartitionSpec | Callable[[KeyPath, Any], PartitionSpec]
 """What an undeclared leaf gets: a spec in mesh axes, or a function of (key path, leaf)."""
 
-REPLICATED = PartitionSpec()
+_spec_of = cast("Callable[..., PartitionSpec]", PartitionSpec)
+"""`PartitionSpec(*entries)`, typed (jax gives its constructor no annotations)."""
+_shape_dtype_struct = cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)
+REPLICATED = _spec_of()
 
 
 class ShardingDeclarationError(ValueError):
@@ -128,7 +139,8 @@ class Sharded:
     def __class_getitem__(cls, params: object) -> Any:
         """`Annotated[T, <the axes>]`, after checking that each axis entry is a name, None or a
         tuple of names (the mistake is reported where it is written)."""
-        kind, *axes = params if isinstance(params, tuple) else (params,)
+        items = cast("tuple[object, ...]", params if isinstance(params, tuple) else (params,))
+        kind, axes = items[0], items[1:]
         for entry in axes:
             if not _is_entry(entry):
                 raise TypeError(
@@ -136,7 +148,7 @@ class Sharded:
                     "must be a logical axis name (str), None, or a tuple of names, one entry "
                     "per dimension, for example Sharded[jax.Array, 'batch', None]."
                 )
-        return Annotated[kind, _Axes(tuple(axes))]
+        return Annotated[kind, _Axes(cast("tuple[AxisEntry, ...]", axes))]
 
     def __new__(cls) -> NoReturn:
         raise TypeError("Sharded is used in annotations only: Sharded[jax.Array, 'embed', None]")
@@ -145,7 +157,7 @@ class Sharded:
 def _is_entry(entry: object) -> bool:
     if entry is None or isinstance(entry, str):
         return True
-    items: tuple[object, ...] = entry if isinstance(entry, tuple) else (0,)  # pyright: ignore[reportUnknownVariableType]
+    items = cast("tuple[object, ...]", entry) if isinstance(entry, tuple) else (0,)
     return all(isinstance(item, str) for item in items)
 
 
@@ -205,7 +217,7 @@ def _read_axes(annotation: object, owner: type, where: str) -> tuple[AxisEntry, 
     if isinstance(annotation, typing.ForwardRef):
         extra = getattr(annotation, "__extra_names__", None) or {}
         annotation = annotation.__forward_arg__
-    if isinstance(annotation, str):
+    while isinstance(annotation, str):  # A string in a string under the future import, too.
         source = annotation
         globalns = module_globals(owner.__module__)
         _, localns = defining_scope(owner.__qualname__, owner.__module__, globalns)
@@ -213,7 +225,15 @@ def _read_axes(annotation: object, owner: type, where: str) -> tuple[AxisEntry, 
         try:
             annotation = eval(source, globalns, scope)  # As `typing.get_type_hints` does.
         except Exception:  # A name not defined (yet): read the spelling.
-            return _axes_from_source(source, where)
+            axes = _axes_from_source(source, where)
+            if axes is None and localns is None:
+                raise ShardingDeclarationError(
+                    f"cannot tell whether the annotation {source!r} of {where} declares a "
+                    "sharding: a name in it is not defined at module level, and the function "
+                    "that defines the class has returned, so its local names cannot be read. "
+                    "Define the name at module level, or write Sharded[...] in the annotation."
+                ) from None
+            return axes
     nested = list(_nested_axes(annotation))
     top = _outermost_axes(annotation)
     if len(top) > 1:
@@ -259,7 +279,7 @@ def _unalias(obj: object) -> object:
     """The value of a type alias (`type W = Sharded[...]`), else `obj`."""
     while hasattr(obj, "__value__") and not isinstance(obj, type):
         try:
-            obj = obj.__value__  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+            obj = cast(object, getattr(obj, "__value__"))  # noqa: B009  # an untyped attribute
         except NameError:
             return obj
     return obj
@@ -308,7 +328,8 @@ def _parse_rules(rules: Rules | None) -> tuple[Rule, ...] | None:
     pairs: Sequence[object] = list(rules.items()) if isinstance(rules, Mapping) else rules
     parsed: list[Rule] = []
     for pair in pairs:
-        logical, target = pair if isinstance(pair, tuple) and len(pair) == 2 else (None, None)  # pyright: ignore[reportUnknownVariableType]
+        items = cast("tuple[object, ...]", pair) if isinstance(pair, tuple) else ()
+        logical, target = items if len(items) == 2 else (None, 0)
         if not isinstance(logical, str) or not _is_entry(target):
             raise TypeError(
                 f"the sharding rule {pair!r} is not a (logical name, mesh axes) pair: rules are a "
@@ -316,7 +337,8 @@ def _parse_rules(rules: Rules | None) -> tuple[Rule, ...] | None:
                 "'model'), ('batch', ('data', 'fsdp'))], mesh axes being a name, a tuple of "
                 "names or None."
             )
-        parsed.append((logical, (target,) if isinstance(target, str) else target))  # pyright: ignore[reportUnknownArgumentType]
+        axes = cast("tuple[str, ...] | None", target)
+        parsed.append((logical, (target,) if isinstance(target, str) else axes))
     return tuple(parsed)
 
 
@@ -324,13 +346,17 @@ def _dims(spec: PartitionSpec, rank: int) -> tuple[tuple[str, ...], ...]:
     """The mesh axes of each of `rank` dimensions that `spec` shards (trailing ones: none)."""
     entries: list[object] = [*spec, *(None,) * (rank - len(spec))]
     return tuple(
-        (entry,) if isinstance(entry, str) else tuple(entry) if isinstance(entry, tuple) else ()  # pyright: ignore[reportUnknownArgumentType]
+        (entry,)
+        if isinstance(entry, str)
+        else cast("tuple[str, ...]", entry)
+        if isinstance(entry, tuple)
+        else ()
         for entry in entries
     )
 
 
 def _spec(dims: Sequence[Sequence[str]]) -> PartitionSpec:
-    return PartitionSpec(*(tuple(d) if len(d) > 1 else d[0] if d else None for d in dims))
+    return _spec_of(*(tuple(d) if len(d) > 1 else d[0] if d else None for d in dims))
 
 
 def _show_spec(spec: PartitionSpec) -> str:
@@ -389,22 +415,20 @@ class _Planner:
     def _visit(
         self, node: Any, path: KeyPath, declared: _Declaration | None, found: list[_Leaf]
     ) -> None:
-        kind = type(node)
+        kind = type_of(node)
         if layout_of(kind) is not None:
             if kind not in self.declarations:
                 self.declarations[kind] = _class_declarations(kind)
             own = self.declarations[kind]
-            children, _ = tree_flatten_with_path(node, is_leaf=lambda x: x is not node)
-            for (key, *_), child in children:
+            for (key, *_), child in keyed_children(node):  # Each class decides for its own fields.
                 name = key.name if isinstance(key, GetAttrKey) else None
-                inner = own.get(name, declared) if name is not None else declared
-                self._visit(child, (*path, key), inner, found)
+                self._visit(child, (*path, key), own.get(name) if name else None, found)
             return
         items, _ = tree_flatten_with_path(
-            node, is_leaf=lambda x: x is not node and layout_of(type(x)) is not None
+            node, lambda x: x is not node and layout_of(type_of(x)) is not None
         )
         for subpath, leaf in items:
-            if subpath and layout_of(type(leaf)) is not None:
+            if subpath and layout_of(type_of(leaf)) is not None:
                 self._visit(leaf, (*path, *subpath), declared, found)
             else:
                 found.append(self._leaf((*path, *subpath), leaf, declared))
@@ -412,7 +436,8 @@ class _Planner:
     def _leaf(self, path: KeyPath, leaf: Any, declared: _Declaration | None) -> _Leaf:
         shape: tuple[int, ...] = tuple(getattr(leaf, "shape", ()))
         if declared is None:
-            spec = self.default(path, leaf) if callable(self.default) else self.default
+            given = self.default(path, leaf) if callable(self.default) else self.default
+            spec = cast(object, given)  # A function may return anything.
             if not isinstance(spec, PartitionSpec):
                 self._problem(path, leaf, None, f"default returned {spec!r}, not a PartitionSpec.")
                 return _Leaf(path, leaf, REPLICATED, None)
@@ -641,14 +666,14 @@ def sharded_shapes(
         if not (hasattr(value, "shape") and hasattr(value, "dtype")):
             return value
         sharding = NamedSharding(mesh, leaf.spec)
-        return jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding)
+        return _shape_dtype_struct(value.shape, value.dtype, sharding=sharding)
 
     return _map(tree, _Planner(rules, mesh, default), shape_of)
 
 
 def _map(tree: Any, planner: _Planner, make: Callable[[_Leaf], Any]) -> Any:
     leaves = planner.leaves(tree)
-    return jax.tree.structure(tree).unflatten([make(leaf) for leaf in leaves])
+    return tree_structure(tree, None).unflatten([make(leaf) for leaf in leaves])
 
 
 def check_shardings(
@@ -707,8 +732,8 @@ def _mismatch(leaf: _Leaf, mesh: AnyMesh | None) -> str | None:
     rank = len(getattr(value, "shape", ()))
     expected = _dims(leaf.spec, rank)
     declared = f"declared {_show_spec(leaf.spec)}"
-    if isinstance(value, jax.core.Tracer):
-        actual = _traced_sharding(value)
+    if isinstance(value, core.Tracer):
+        actual: Any = _traced_sharding(leaf.value)
     else:
         actual = getattr(value, "sharding", None)
     if actual is None:
@@ -726,7 +751,7 @@ def _mismatch(leaf: _Leaf, mesh: AnyMesh | None) -> str | None:
     return f"has {type(actual).__name__}, {declared}"
 
 
-def _traced_sharding(value: jax.core.Tracer) -> NamedSharding:
+def _traced_sharding(value: object) -> NamedSharding:
     """The sharding in a traced array's type; only explicit mesh axes put one there."""
     typeof: Callable[[Any], Any] | None = getattr(jax, "typeof", None)
     sharding: object = getattr(typeof(value), "sharding", None) if typeof is not None else None
