@@ -123,7 +123,9 @@ class Sharded:
     works in strings, aliases and under `from __future__ import annotations`: the
     declaration is read when a tree holding the class first meets one of those functions.
     If the field holds a subtree (a tuple of arrays, or None), each array in it gets the
-    declaration; None gets nothing.
+    declaration, None gets nothing, and a pytree dataclass in it decides for its own fields.
+    Linters that read the strings as forward references (ruff and flake8's F821, as with
+    jaxtyping's shapes) need that rule turned off where `Sharded` is used.
 
     Examples:
         >>> @jdc.pytree_dataclass
@@ -132,8 +134,9 @@ class Sharded:
         ...     b: jdc.Sharded[jax.Array, "mlp"]
         ...     scale: jax.Array  # undeclared: replicated
         >>> layer = Dense(jnp.ones((4, 8)), jnp.zeros(8), jnp.ones(()))
-        >>> jdc.partition_specs(layer, {"embed": None, "mlp": "model"})
-        Dense(w=PartitionSpec(None, 'model'), b=PartitionSpec('model',), scale=PartitionSpec())
+        >>> specs = jdc.partition_specs(layer, {"embed": None, "mlp": "model"})
+        >>> tuple(specs.w), tuple(specs.b), tuple(specs.scale)
+        ((None, 'model'), ('model',), ())
     """
 
     def __class_getitem__(cls, params: object) -> Any:
@@ -706,8 +709,9 @@ def check_shardings(
         ...     jdc.check_shardings(jdc.replace(ok, w=jnp.ones(4)))
         ... except jdc.ShardingDeclarationError as error:
         ...     print(error)
-        1 array does not carry its declared sharding (...):
-        - field 'w' of Dense at .w (f32[4]...): has SingleDeviceSharding, declared P('data') ...
+        1 array does not carry its declared sharding (no mesh given; no rules):
+        - field 'w' of Dense at .w (f32[4]): has SingleDeviceSharding, declared P('data')
+        Place the tree as declared: jax.device_put(tree, jdc.shardings(tree, mesh, rules)), ...
     """
     planner = _Planner(rules, mesh, default)
     mismatches = [
