@@ -26,7 +26,7 @@ import math
 import typing
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeAlias, cast, final
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn, TypeAlias, cast, final
 
 import jax
 from jax import core
@@ -376,8 +376,9 @@ def _show_mesh(mesh: AnyMesh | None) -> str:
 # -- one call: walking a tree, and what each leaf gets ----------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class _Leaf:
+class _Leaf(NamedTuple):
+    """A leaf, where it is, its spec, and the declaration that gave it (None: the default)."""
+
     path: KeyPath
     value: Any
     spec: PartitionSpec
@@ -396,6 +397,8 @@ class _Planner:
         self.sizes: Mapping[str, int] | None = dict(mesh.shape) if mesh is not None else None
         self.default = default
         self.declarations: dict[type, dict[str, _Declaration]] = {}
+        self.fitted: dict[tuple[_Declaration, tuple[int, ...]], PartitionSpec] = {}
+        """The spec of each declaration and shape that fits, computed once per call."""
         self.problems: list[str] = []
 
     def leaves(self, tree: Any) -> list[_Leaf]:
@@ -467,9 +470,16 @@ class _Planner:
                 f"for example Sharded[jax.Array{''.join(f', {a!r}' for a in fitted)}].",
             )
             return _Leaf(path, leaf, REPLICATED, declared)
+        known = self.fitted.get((declared, shape))
+        if known is not None:  # Layers alike: resolved and checked once per call.
+            return _Leaf(path, leaf, known, declared)
+        before = len(self.problems)
         dims = self._mesh_axes(path, leaf, declared)
         self._check_mesh(path, leaf, declared, dims, shape)
-        return _Leaf(path, leaf, _spec(dims), declared)
+        spec = _spec(dims)
+        if len(self.problems) == before:
+            self.fitted[declared, shape] = spec
+        return _Leaf(path, leaf, spec, declared)
 
     def _mesh_axes(
         self, path: KeyPath, leaf: Any, declared: _Declaration
