@@ -17,17 +17,26 @@ from jax_dataclasses._jit import jit
 from jax_dataclasses._printing import pformat, pprint
 from jax_dataclasses._serialization import from_v1_6_layout, v1_6_layout
 from jax_dataclasses._serialization import install_flax_hooks as _install_flax_hooks
+from jax_dataclasses._sharding import (
+    ShardingDeclarationError,
+    check_shardings,
+    partition_specs,
+    sharded_shapes,
+    shardings,
+)
 from jax_dataclasses._static_values import StaticFieldWarning
 from jax_dataclasses._validate import MutationValidationError
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as pytree_dataclass
     from dataclasses import field as static_field
+    from typing import Annotated as Sharded
 
     from jax_dataclasses import _dataclasses as _dataclasses
 else:
     from jax_dataclasses._annotations import static_field
     from jax_dataclasses._dataclass import pytree_dataclass
+    from jax_dataclasses._sharding import Sharded
 
 _install_flax_hooks()
 
@@ -48,22 +57,28 @@ __all__ = [
     "DerivedFieldWarning",
     "EnforcedAnnotationsMixin",
     "MutationValidationError",
+    "Sharded",
+    "ShardingDeclarationError",
     "Static",
     "StaticAnnotationError",
     "StaticFieldWarning",
     "asdict",
     "astuple",
+    "check_shardings",
     "copy_and_mutate",
     "field",
     "fields",
     "from_v1_6_layout",
     "is_dataclass",
     "jit",
+    "partition_specs",
     "pformat",
     "pprint",
     "pytree_dataclass",
     "register_export",
     "replace",
+    "sharded_shapes",
+    "shardings",
     "static_field",
     "v1_6_layout",
 ]

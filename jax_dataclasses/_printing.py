@@ -1,7 +1,8 @@
 """Readable text for pytrees: `pformat`, `pprint`, and the repr of pytree dataclasses.
 
 Arrays print as their dtype and shape (`f32[1000,1000]`, `key<fry>[2]`), never their values,
-so printing a model copies nothing to the host; an array of at most `SMALL_ARRAY` elements
+so printing a model copies nothing to the host; the mesh axes an array is sharded along follow
+its dimensions, as `jax.typeof(x).str_short()` writes them (`f32[8@data,4]`); an array of at most `SMALL_ARRAY` elements
 also shows its values (`f32[](0.5)`), so a scalar state still reads as numbers. Nodes (our
 classes and other dataclasses, lists, tuples, named tuples, dicts) go on one line when it
 fits the width, else one child per line, indented. A node met again inside itself prints as
@@ -17,6 +18,7 @@ from typing import Any, cast
 
 import numpy as np
 from jax import Array, core
+from jax.sharding import NamedSharding
 
 SMALL_ARRAY = 8
 """Arrays with at most this many elements print their values (when they have values)."""
@@ -69,7 +71,8 @@ def pprint(tree: Any, *, width: int = 80, short_arrays: bool = True) -> None:
 
 
 def array_summary(array: Any) -> str:
-    """`f32[3,4]`, `key<fry>[]`: an array's dtype and shape, read without touching its data."""
+    """`f32[3,4]`, `key<fry>[]`, `f32[8@data,4]`: an array's dtype and shape, and the mesh axes
+    it is sharded along, read without touching its data."""
     dtype = array.dtype
     name = str(dtype)
     if isinstance(dtype, np.dtype) and dtype.fields is not None:
@@ -79,7 +82,21 @@ def array_summary(array: Any) -> str:
             if name.startswith(long) and name[len(long) :].isdigit():
                 name = short + name[len(long) :]
                 break
-    return f"{name}[{','.join(map(str, array.shape))}]"
+    dims = [str(size) for size in array.shape]
+    for dim, entry in enumerate(_sharded_axes(array)[: len(dims)]):
+        if isinstance(entry, str):
+            dims[dim] += f"@{entry}"
+        elif entry:
+            dims[dim] += f"@({','.join(entry)})"
+    return f"{name}[{','.join(dims)}]"
+
+
+def _sharded_axes(array: Any) -> tuple[Any, ...]:
+    """The entries of the `PartitionSpec` an array is placed by (a traced one: of its type,
+    which has one under explicit mesh axes); () for any other sharding, or none."""
+    owner: object = getattr(cast(object, array), "aval", None) if _traced(array) else array
+    sharding = getattr(owner, "sharding", None)
+    return tuple(sharding.spec) if isinstance(sharding, NamedSharding) else ()
 
 
 class _Printer:
@@ -184,6 +201,10 @@ class _Printer:
         if array.size <= SMALL_ARRAY:  # `str` of NumPy scalars: float32 0.1 is "0.1".
             return f"{summary}({', '.join(map(str, np.asarray(array).ravel()))})"
         return summary
+
+
+def _traced(value: object) -> bool:
+    return isinstance(value, core.Tracer)
 
 
 def _has_values(dtype: object) -> bool:

@@ -129,7 +129,7 @@ def test_jitted_step_on_a_mesh_spanning_two_processes(tmp_path: Path) -> None:
     for _, output in outcomes:  # Printing never fetches an array that spans processes.
         printed = next(line for line in output.splitlines() if line.startswith("printed: "))
         assert "Linear(w=f32[3,2], b=f32[2]" in printed, printed
-        assert "Batch(x=f32[8,3], y=f32[8,2])" in printed, printed
+        assert "Batch(x=f32[8@data,3], y=f32[8@data,2])" in printed, printed  # sharded rows
 
     results = [np.load(tmp_path / f"result{i}.npz") for i in range(NUM_PROCESSES)]
     for name in ("w", "b", "loss"):

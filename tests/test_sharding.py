@@ -1,4 +1,5 @@
-"""Pytree dataclasses on a mesh of 8 devices (the checks are in `tests/_sharding_child.py`).
+"""Pytree dataclasses on a mesh of 8 devices (the checks are in `tests/_sharding_child.py`, and
+those of `jdc.Sharded` declarations in `tests/_sharding_decl_child.py`).
 
 The device count is fixed when JAX starts, and the rest of the suite must keep its normal one,
 so the checks run with pytest in a child process started with
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.subprocess  # Every test here starts a Python process.
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = Path(__file__).resolve().parent / "_sharding_child.py"
+DECLARATIONS_CHILD = Path(__file__).resolve().parent / "_sharding_decl_child.py"
 EXAMPLE = ROOT / "examples" / "data_parallel.py"
 DEVICE_COUNT = 8
 TIMEOUT_SECONDS = 600
@@ -57,9 +59,10 @@ def run_on_devices(arguments: list[str]) -> str:
     return result.stdout
 
 
-def test_pytree_dataclasses_on_a_mesh_of_8_devices() -> None:
+@pytest.mark.parametrize("child", [CHILD, DECLARATIONS_CHILD], ids=lambda p: p.stem)
+def test_children_on_a_mesh_of_8_devices(child: Path) -> None:
     run_on_devices(
-        ["-m", "pytest", str(CHILD), "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short"]
+        ["-m", "pytest", str(child), "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short"]
     )
 
 

@@ -7,6 +7,7 @@ jax's matter, not the subject of these cases, so the one suppression lives here.
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec
 
 
 def zeros(*shape: int) -> jax.Array:
@@ -15,3 +16,7 @@ def zeros(*shape: int) -> jax.Array:
 
 def ones(*shape: int) -> jax.Array:
     return jnp.ones(shape)  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no Device stub
+
+
+def replicated() -> PartitionSpec:
+    return PartitionSpec()  # type: ignore[no-untyped-call]  # jax: no annotations on __init__

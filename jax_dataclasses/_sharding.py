@@ -1,0 +1,781 @@
+"""`Sharded[T, *axes]`, and the trees of shardings that such declarations describe.
+
+A field declares how its array is laid out over a device mesh in its annotation, as `Static`
+declares a static field: `w: jdc.Sharded[jax.Array, "embed", "mlp"]`, one logical axis name
+(or None, or a tuple of names) per dimension. `partition_specs`, `shardings` and
+`sharded_shapes` turn any pytree holding such classes (a model, an optimizer state whose
+moments are copies of it, abstract trees from `jax.eval_shape`) into a tree of the same
+structure for `jax.jit`, `jax.device_put` and checkpoint restore targets, and
+`check_shardings` compares arrays with their declarations. Why here: the declaration lives
+next to the field, every mistake (a wrong number of axes, an unknown name, a dimension the mesh
+does not divide) is reported naming the class, field and key path before XLA sees it, and one
+declaration serves every tree that holds the class.
+
+Declarations are read when a call first meets a class, not at decoration, so names defined
+after the class, string annotations and lazy annotations (Python 3.14) all work; they are read
+with the package's own reader (`_annotations.class_annotations`) in the scope that defines the
+class. Logical names go through rules as flax's `logical_to_mesh_axes` does (docs/design.md
+§15).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+import typing
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn, TypeAlias, cast, final
+
+import jax
+from jax import core
+from jax.sharding import NamedSharding, PartitionSpec
+from jax.tree_util import GetAttrKey
+
+from jax_dataclasses._annotations import class_annotations, defining_scope
+from jax_dataclasses._codegen import module_globals
+from jax_dataclasses._printing import array_summary
+from jax_dataclasses._registry import layout_of
+from jax_dataclasses._tree_api import (
+    KeyPath,
+    keyed_children,
+    keystr,
+    tree_flatten_with_path,
+    tree_structure,
+    type_of,
+)
+
+if TYPE_CHECKING:
+    from jax.sharding import AbstractMesh, Mesh
+
+    AnyMesh: TypeAlias = Mesh | AbstractMesh
+
+AxisEntry: TypeAlias = str | tuple[str, ...] | None
+"""One dimension of a declaration: a logical axis name, None (not sharded), or several names."""
+MeshAxes: TypeAlias = str | tuple[str, ...] | None
+"""What a rule maps a logical name to: a mesh axis, several, or None (not sharded)."""
+Rules: TypeAlias = Mapping[str, MeshAxes] | Sequence[tuple[str, MeshAxes]]
+"""`{"embed": None, "mlp": "model"}`, or flax's `[("embed", None), ("mlp", "model")]`."""
+Default: TypeAlias = PartitionSpec | Callable[[KeyPath, Any], PartitionSpec]
+"""What an undeclared leaf gets: a spec in mesh axes, or a function of (key path, leaf)."""
+
+_spec_of = cast("Callable[..., PartitionSpec]", PartitionSpec)
+"""`PartitionSpec(*entries)`, typed (jax gives its constructor no annotations)."""
+_shape_dtype_struct = cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)
+REPLICATED = _spec_of()
+
+
+class ShardingDeclarationError(ValueError):
+    """A sharding declaration that does not fit the arrays, the rules or the mesh; or arrays
+    that do not carry the shardings they declare (`check_shardings`).
+
+    Raised by `partition_specs`, `shardings`, `sharded_shapes` and `check_shardings` before
+    JAX or XLA see the shardings. The message lists every problem, each naming the class,
+    field and key path, with the mesh and the fix.
+
+    Examples:
+        >>> from jax.sharding import AbstractMesh
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jdc.Sharded[jax.Array, "embed"]
+        >>> try:
+        ...     jdc.partition_specs(Dense(jnp.ones((4, 2))))
+        ... except jdc.ShardingDeclarationError as error:
+        ...     print(error)
+        1 sharding declaration does not fit (no mesh given; no rules):
+        - field 'w' of Dense at .w (f32[4,2]): declares 1 axis ('embed',) for an array of rank 2. ...
+    """
+
+
+@final
+class _Axes:
+    """The metadata that `Sharded[T, *axes]` puts in `Annotated`: the declared axes."""
+
+    __slots__ = ("names",)
+    names: tuple[AxisEntry, ...]
+
+    def __init__(self, names: tuple[AxisEntry, ...]) -> None:
+        object.__setattr__(self, "names", names)
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"{self!r} is immutable")
+
+    def __repr__(self) -> str:
+        return f"jax_dataclasses.Sharded{self.names!r}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Axes) and other.names == self.names
+
+    def __hash__(self) -> int:
+        return hash((_Axes, self.names))
+
+
+class Sharded:
+    """`Sharded[T, *axes]` is `T` to type checkers; on a field it declares how the field's
+    array is laid out over a device mesh.
+
+    Give one entry per dimension of the array: a logical axis name, None (not sharded along
+    that dimension), or a tuple of names (sharded over several mesh axes, as in
+    `PartitionSpec`). Logical names become mesh axes through the `rules` given to
+    `partition_specs`, `shardings`, `sharded_shapes` and `check_shardings`; without rules a
+    name must be a mesh axis. A `Sharded` field is a child, never static. Like `Static`, it
+    works in strings, aliases and under `from __future__ import annotations`: the
+    declaration is read when a tree holding the class first meets one of those functions.
+    If the field holds a subtree (a tuple of arrays, or None), each array in it gets the
+    declaration, None gets nothing, and a pytree dataclass in it decides for its own fields.
+    Linters that read the strings as forward references (ruff and flake8's F821, as with
+    jaxtyping's shapes) need that rule turned off where `Sharded` is used.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jdc.Sharded[jax.Array, "embed", "mlp"]
+        ...     b: jdc.Sharded[jax.Array, "mlp"]
+        ...     scale: jax.Array  # undeclared: replicated
+        >>> layer = Dense(jnp.ones((4, 8)), jnp.zeros(8), jnp.ones(()))
+        >>> specs = jdc.partition_specs(layer, {"embed": None, "mlp": "model"})
+        >>> tuple(specs.w), tuple(specs.b), tuple(specs.scale)
+        ((None, 'model'), ('model',), ())
+    """
+
+    def __class_getitem__(cls, params: object) -> Any:
+        """`Annotated[T, <the axes>]`, after checking that each axis entry is a name, None or a
+        tuple of names (the mistake is reported where it is written)."""
+        items = cast("tuple[object, ...]", params if isinstance(params, tuple) else (params,))
+        kind, axes = items[0], items[1:]
+        for entry in axes:
+            if not _is_entry(entry):
+                raise TypeError(
+                    f"Sharded[{_type_name(kind)}, ...] got the axis entry {entry!r}: each entry "
+                    "must be a logical axis name (str), None, or a tuple of names, one entry "
+                    "per dimension, for example Sharded[jax.Array, 'batch', None]."
+                )
+        return Annotated[kind, _Axes(cast("tuple[AxisEntry, ...]", axes))]
+
+    def __new__(cls) -> NoReturn:
+        raise TypeError("Sharded is used in annotations only: Sharded[jax.Array, 'embed', None]")
+
+
+def _is_entry(entry: object) -> bool:
+    if entry is None or isinstance(entry, str):
+        return True
+    items = cast("tuple[object, ...]", entry) if isinstance(entry, tuple) else (0,)
+    return all(isinstance(item, str) for item in items)
+
+
+def _type_name(kind: object) -> str:
+    return getattr(kind, "__qualname__", None) or repr(kind)
+
+
+# -- reading a class's declarations ----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Declaration:
+    """A field's declared axes, and where they were declared (for messages)."""
+
+    axes: tuple[AxisEntry, ...]
+    owner: str
+    field: str
+
+    @property
+    def where(self) -> str:
+        return f"field {self.field!r} of {self.owner}"
+
+
+def _class_declarations(cls: type) -> dict[str, _Declaration]:
+    """The declared fields of pytree dataclass `cls` (its child fields annotated `Sharded`),
+    read from each field's current annotation in the class that declared it."""
+    layout = layout_of(cls)
+    statics = layout.statics if layout is not None else ()
+    found: dict[str, _Declaration] = {}
+    problems: list[str] = []
+    annotations = {klass: class_annotations(klass) for klass in cls.__mro__[:-1]}
+    for f in dataclasses.fields(cls):
+        owner = next((k for k, own in annotations.items() if f.name in own), cls)
+        where = f"field {f.name!r} of {cls.__qualname__}"
+        axes = _read_axes(annotations.get(owner, {}).get(f.name, f.type), owner, where)
+        if axes is None:
+            continue
+        if f.name in statics:
+            problems.append(
+                f"{where} is static and declares sharding axes {axes!r}: a static value is part "
+                "of the tree structure, not an array on devices. Drop Static[...] to make it a "
+                "sharded child, or drop Sharded[...] to keep it static."
+            )
+        found[f.name] = _Declaration(axes, cls.__qualname__, f.name)
+    if problems:
+        raise ShardingDeclarationError("\n".join(problems))
+    return found
+
+
+def _read_axes(annotation: object, owner: type, where: str) -> tuple[AxisEntry, ...] | None:
+    """The axes `annotation` declares at its outermost level (as in `Sharded[T, ...]`, an alias
+    of one, or `Annotated[<one of these>, ...]`), else None. A string (or a `ForwardRef` of
+    Python 3.14) is evaluated in the scope that defines `owner`; if a name in it is not
+    defined, the declaration is read from its spelling (`Sharded[...]` with literal axes)."""
+    source: str | None = None
+    extra: Mapping[str, Any] = {}
+    if isinstance(annotation, typing.ForwardRef):
+        extra = getattr(annotation, "__extra_names__", None) or {}
+        annotation = annotation.__forward_arg__
+    while isinstance(annotation, str):  # A string in a string under the future import, too.
+        source = annotation
+        globalns = module_globals(owner.__module__)
+        _, localns = defining_scope(owner.__qualname__, owner.__module__, globalns)
+        scope = ChainMap(dict(extra), _class_names(owner), dict(localns or {}))
+        try:
+            annotation = eval(source, globalns, scope)  # As `typing.get_type_hints` does.
+        except Exception:  # A name not defined (yet): read the spelling.
+            axes = _axes_from_source(source, where)
+            if axes is None and localns is None:
+                raise ShardingDeclarationError(
+                    f"cannot tell whether the annotation {source!r} of {where} declares a "
+                    "sharding: a name in it is not defined at module level, and the function "
+                    "that defines the class has returned, so its local names cannot be read. "
+                    "Define the name at module level, or write Sharded[...] in the annotation."
+                ) from None
+            return axes
+    nested = list(_nested_axes(annotation))
+    top = _outermost_axes(annotation)
+    if len(top) > 1:
+        raise ShardingDeclarationError(
+            f"{where} declares its sharding twice ({', '.join(map(repr, top))}): give one "
+            "Sharded[T, ...] per field."
+        )
+    if len(nested) > len(top):
+        raise ShardingDeclarationError(
+            f"Sharded must be the outermost part of the annotation of {where}, got "
+            f"{source or annotation!r}. Write Sharded[...] around the whole type, for example "
+            "Sharded[Optional[jax.Array], 'batch'] instead of Optional[Sharded[jax.Array, 'batch']]."
+        )
+    return top[0].names if top else None
+
+
+def _class_names(cls: type) -> dict[str, Any]:
+    """What a class body's annotations see besides the enclosing scopes."""
+    params: tuple[Any, ...] = getattr(cls, "__type_params__", ())
+    return {**{p.__name__: p for p in params}, **vars(cls)}
+
+
+def _outermost_axes(annotation: object) -> list[_Axes]:
+    """The `_Axes` in the metadata of `annotation` (through type aliases), outermost level."""
+    annotation = _unalias(annotation)
+    metadata: tuple[object, ...] = getattr(annotation, "__metadata__", ())
+    found = [m for m in metadata if isinstance(m, _Axes)]
+    origin: object = getattr(annotation, "__origin__", None)
+    if not found and metadata and origin is not None and origin is not annotation:
+        return _outermost_axes(origin)  # `Annotated[Alias, "doc"]`
+    return found
+
+
+def _nested_axes(annotation: object) -> Iterator[_Axes]:
+    """Every `_Axes` anywhere in `annotation`, the outermost included."""
+    annotation = _unalias(annotation)
+    yield from _outermost_axes(annotation)
+    for arg in typing.get_args(annotation):
+        yield from _nested_axes(arg)
+
+
+def _unalias(obj: object) -> object:
+    """The value of a type alias (`type W = Sharded[...]`), else `obj`."""
+    while hasattr(obj, "__value__") and not isinstance(obj, type):
+        try:
+            obj = cast(object, getattr(obj, "__value__"))  # noqa: B009  # an untyped attribute
+        except NameError:
+            return obj
+    return obj
+
+
+def _axes_from_source(source: str, where: str) -> tuple[AxisEntry, ...] | None:
+    """The axes of `Sharded[T, 'a', None]` read from its spelling (for an annotation naming
+    something not defined where the class is); None if it does not spell Sharded at all."""
+    try:
+        expr = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(expr, ast.Subscript) and _spelled(expr.value, "Sharded"):
+        items = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        try:
+            axes = tuple(ast.literal_eval(item) for item in items[1:])
+        except ValueError:
+            axes = None
+        if axes is not None and all(map(_is_entry, axes)):
+            return axes
+    if any(_spelled(node, "Sharded") for node in ast.walk(expr) if isinstance(node, ast.expr)):
+        raise ShardingDeclarationError(
+            f"cannot read the sharding declared by the annotation {source!r} of {where}: a name "
+            "in it is not defined where the class is defined, and it is not of the form "
+            "Sharded[T, 'axis', None, ...] with literal axes. Define the names it uses at "
+            "module level, or write the axes as string literals."
+        )
+    return None
+
+
+def _spelled(node: ast.expr, name: str) -> bool:
+    return (isinstance(node, ast.Name) and node.id == name) or (
+        isinstance(node, ast.Attribute) and node.attr == name
+    )
+
+
+# -- rules: logical names to mesh axes, as flax's `logical_to_mesh_axes` ---------------------
+
+Rule: TypeAlias = tuple[str, tuple[str, ...] | None]
+
+
+def _parse_rules(rules: Rules | None) -> tuple[Rule, ...] | None:
+    """The rules as (logical name, mesh axes or None) pairs, in order of priority."""
+    if rules is None:
+        return None
+    pairs: Sequence[object] = list(rules.items()) if isinstance(rules, Mapping) else rules
+    parsed: list[Rule] = []
+    for pair in pairs:
+        items = cast("tuple[object, ...]", pair) if isinstance(pair, tuple) else ()
+        logical, target = items if len(items) == 2 else (None, 0)
+        if not isinstance(logical, str) or not _is_entry(target):
+            raise TypeError(
+                f"the sharding rule {pair!r} is not a (logical name, mesh axes) pair: rules are a "
+                "mapping {'mlp': 'model', 'embed': None} or a sequence of pairs [('mlp', "
+                "'model'), ('batch', ('data', 'fsdp'))], mesh axes being a name, a tuple of "
+                "names or None."
+            )
+        axes = cast("tuple[str, ...] | None", target)
+        parsed.append((logical, (target,) if isinstance(target, str) else axes))
+    return tuple(parsed)
+
+
+def _dims(spec: PartitionSpec, rank: int) -> tuple[tuple[str, ...], ...]:
+    """The mesh axes of each of `rank` dimensions that `spec` shards (trailing ones: none)."""
+    entries: list[object] = [*spec, *(None,) * (rank - len(spec))]
+    return tuple(
+        (entry,)
+        if isinstance(entry, str)
+        else cast("tuple[str, ...]", entry)
+        if isinstance(entry, tuple)
+        else ()
+        for entry in entries
+    )
+
+
+def _spec(dims: Sequence[Sequence[str]]) -> PartitionSpec:
+    return _spec_of(*(tuple(d) if len(d) > 1 else d[0] if d else None for d in dims))
+
+
+def _show_spec(spec: PartitionSpec) -> str:
+    """`P(None, 'model')`, alike on every jax version."""
+    return f"P({', '.join(map(repr, spec))})"
+
+
+def _show_mesh(mesh: AnyMesh | None) -> str:
+    if mesh is None:
+        return "no mesh given"
+    return f"mesh {dict(mesh.shape)}"
+
+
+# -- one call: walking a tree, and what each leaf gets ----------------------------------------
+
+
+class _Leaf(NamedTuple):
+    """A leaf, where it is, its spec, and the declaration that gave it (None: the default)."""
+
+    path: KeyPath
+    value: Any
+    spec: PartitionSpec
+    declaration: _Declaration | None
+
+
+class _Planner:
+    """One call of `partition_specs` (or its siblings): the rules, the mesh and the default,
+    the declarations of the classes met so far, and the problems found."""
+
+    def __init__(self, rules: Rules | None, mesh: AnyMesh | None, default: Default) -> None:
+        self.rules_given = rules
+        self.rules = _parse_rules(rules)
+        self.ruled = {logical for logical, _ in self.rules or ()}
+        self.mesh = mesh
+        self.sizes: Mapping[str, int] | None = dict(mesh.shape) if mesh is not None else None
+        self.default = default
+        self.declarations: dict[type, dict[str, _Declaration]] = {}
+        self.fitted: dict[tuple[_Declaration, tuple[int, ...]], PartitionSpec] = {}
+        """The spec of each declaration and shape that fits, computed once per call."""
+        self.problems: list[str] = []
+
+    def leaves(self, tree: Any) -> list[_Leaf]:
+        """Each leaf of `tree` with its spec, in `jax.tree.leaves` order; raises
+        `ShardingDeclarationError` listing every problem."""
+        found: list[_Leaf] = []
+        self._visit(tree, (), None, found)
+        if self.problems:
+            count = len(self.problems)
+            raise ShardingDeclarationError(
+                f"{count} sharding declaration{'s do' if count > 1 else ' does'} not fit "
+                f"({self.context()}):\n" + "\n".join(self.problems)
+            )
+        return found
+
+    def context(self) -> str:
+        rules = "no rules" if self.rules_given is None else f"rules {self.rules_given!r}"
+        return f"{_show_mesh(self.mesh)}; {rules}"
+
+    def _visit(
+        self, node: Any, path: KeyPath, declared: _Declaration | None, found: list[_Leaf]
+    ) -> None:
+        kind = type_of(node)
+        if layout_of(kind) is not None:
+            if kind not in self.declarations:
+                self.declarations[kind] = _class_declarations(kind)
+            own = self.declarations[kind]
+            for (key, *_), child in keyed_children(node):  # Each class decides for its own fields.
+                name = key.name if isinstance(key, GetAttrKey) else None
+                self._visit(child, (*path, key), own.get(name) if name else None, found)
+            return
+        items, _ = tree_flatten_with_path(
+            node, lambda x: x is not node and layout_of(type_of(x)) is not None
+        )
+        for subpath, leaf in items:
+            if subpath and layout_of(type_of(leaf)) is not None:
+                self._visit(leaf, (*path, *subpath), declared, found)
+            else:
+                found.append(self._leaf((*path, *subpath), leaf, declared))
+
+    def _leaf(self, path: KeyPath, leaf: Any, declared: _Declaration | None) -> _Leaf:
+        shape: tuple[int, ...] = tuple(getattr(leaf, "shape", ()))
+        if declared is None:
+            given = self.default(path, leaf) if callable(self.default) else self.default
+            spec = cast(object, given)  # A function may return anything.
+            if not isinstance(spec, PartitionSpec):
+                self._problem(path, leaf, None, f"default returned {spec!r}, not a PartitionSpec.")
+                return _Leaf(path, leaf, REPLICATED, None)
+            if len(spec) > len(shape):
+                self._problem(
+                    path,
+                    leaf,
+                    None,
+                    f"the default {_show_spec(spec)} has {len(spec)} entries for an array of rank "
+                    f"{len(shape)}. Give a default with at most one entry per dimension.",
+                )
+                return _Leaf(path, leaf, spec, None)
+            self._check_mesh(path, leaf, None, _dims(spec, len(shape)), shape)
+            return _Leaf(path, leaf, spec, None)
+        axes = declared.axes
+        if len(axes) != len(shape):
+            fitted = (*axes[: len(shape)], *(None,) * (len(shape) - len(axes)))
+            self._problem(
+                path,
+                leaf,
+                declared,
+                f"declares {len(axes)} ax{'is' if len(axes) == 1 else 'es'} {axes!r} for an "
+                f"array of rank {len(shape)}. Declare one axis name or None per dimension, "
+                f"for example Sharded[jax.Array{''.join(f', {a!r}' for a in fitted)}].",
+            )
+            return _Leaf(path, leaf, REPLICATED, declared)
+        known = self.fitted.get((declared, shape))
+        if known is not None:  # Layers alike: resolved and checked once per call.
+            return _Leaf(path, leaf, known, declared)
+        before = len(self.problems)
+        dims = self._mesh_axes(path, leaf, declared)
+        self._check_mesh(path, leaf, declared, dims, shape)
+        spec = _spec(dims)
+        if len(self.problems) == before:
+            self.fitted[declared, shape] = spec
+        return _Leaf(path, leaf, spec, declared)
+
+    def _mesh_axes(
+        self, path: KeyPath, leaf: Any, declared: _Declaration
+    ) -> tuple[tuple[str, ...], ...]:
+        """The mesh axes of each dimension: each logical name through the rules, in their
+        order of priority, a rule used only if its mesh axes are still free in this array (as
+        flax's `logical_to_mesh_axes`); a name whose rules are all taken is not sharded."""
+        slots = [
+            (dim, name)
+            for dim, entry in enumerate(declared.axes)
+            for name in ((entry,) if isinstance(entry, str) else entry or ())
+        ]
+        names = [name for _, name in slots]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            self._problem(
+                path,
+                leaf,
+                declared,
+                f"names the axis {', '.join(map(repr, twice))} on several dimensions; an array "
+                "is sharded along an axis at most once. Use another name, or None.",
+            )
+        assigned: list[tuple[str, ...] | None] = [None] * len(slots)
+        for i, name in enumerate(names):
+            if name in self.ruled:
+                continue
+            if self.rules is not None and self.sizes is not None and name not in self.sizes:
+                self._problem(
+                    path,
+                    leaf,
+                    declared,
+                    f"the logical axis {name!r} is neither in the rules nor a mesh axis. Add a "
+                    f"rule for it (rules={{{name!r}: 'model'}}, or None to replicate), or use a "
+                    f"mesh axis ({', '.join(map(repr, self.sizes))}).",
+                )
+            assigned[i] = (name,)
+        for logical, target in self.rules or ():
+            for i, name in enumerate(names):
+                taken = {axis for axes in assigned if axes for axis in axes}
+                if name == logical and assigned[i] is None and taken.isdisjoint(target or ()):
+                    assigned[i] = target or ()
+        dims: list[list[str]] = [[] for _ in declared.axes]
+        for (dim, _), axes in zip(slots, assigned, strict=True):
+            dims[dim].extend(axes or ())
+        return tuple(tuple(d) for d in dims)
+
+    def _check_mesh(
+        self,
+        path: KeyPath,
+        leaf: Any,
+        declared: _Declaration | None,
+        dims: tuple[tuple[str, ...], ...],
+        shape: tuple[int, ...],
+    ) -> None:
+        """Each mesh axis is in the mesh, used once, and its size divides its dimension."""
+        sizes = self.sizes
+        if sizes is None:
+            return
+        used = [axis for axes in dims for axis in axes]
+        via = " (through the rules)" if self.rules is not None and declared is not None else ""
+        unknown = [axis for axis in dict.fromkeys(used) if axis not in sizes]
+        if unknown:
+            self._problem(
+                path,
+                leaf,
+                declared,
+                f"shards along {', '.join(map(repr, unknown))}{via}, which the mesh does not "
+                f"have. Use its axes ({', '.join(map(repr, sizes))})"
+                + (
+                    ", or change the rule." if via else ", or give rules that map the name to them."
+                ),
+            )
+            return
+        again = sorted({axis for axis in used if used.count(axis) > 1})
+        if again:
+            self._problem(
+                path,
+                leaf,
+                declared,
+                f"shards several dimensions along the mesh axis {', '.join(map(repr, again))}"
+                f"{via}; a mesh axis may shard one dimension only. Change the declaration or "
+                "the rules.",
+            )
+            return
+        for dim, axes in enumerate(dims):
+            parts = math.prod(sizes[axis] for axis in axes)
+            if shape[dim] % parts:
+                self._problem(
+                    path,
+                    leaf,
+                    declared,
+                    f"dimension {dim} has size {shape[dim]}, which the mesh axes "
+                    f"{' x '.join(f'{axis!r} ({sizes[axis]})' for axis in axes)}{via} do not "
+                    f"divide into {parts} equal parts. Choose a size divisible by {parts}, or "
+                    "shard that dimension along other mesh axes (or None).",
+                )
+
+    def _problem(
+        self, path: KeyPath, leaf: Any, declared: _Declaration | None, problem: str
+    ) -> None:
+        self.problems.append(f"- {_describe(path, leaf, declared)}: {problem}")
+
+
+def _describe(path: KeyPath, leaf: Any, declared: _Declaration | None) -> str:
+    """`field 'w' of Dense at .layers[0].w (f32[4,8])`: where a leaf is, and what."""
+    where = declared.where if declared is not None else "undeclared leaf"
+    return f"{where} at {keystr(path) or '(the root)'} ({_summary(leaf)})"
+
+
+def _summary(leaf: Any) -> str:
+    return array_summary(leaf) if hasattr(leaf, "dtype") and hasattr(leaf, "shape") else repr(leaf)
+
+
+# -- the public functions ---------------------------------------------------------------------
+
+
+def partition_specs(
+    tree: Any,
+    rules: Rules | None = None,
+    *,
+    mesh: AnyMesh | None = None,
+    default: Default = REPLICATED,
+) -> Any:
+    """A tree of the same structure as `tree` holding the `PartitionSpec` of each leaf.
+
+    Fields annotated `Sharded[T, *axes]` give their declared axes, through `rules` (a mapping
+    `{"mlp": "model", "embed": None}` or flax's sequence of `(logical, mesh_axes)` pairs, in
+    order of priority); every other leaf gets `default`: a `PartitionSpec` in mesh axes
+    (replicated unless given), or a function of `(key path, leaf)` returning one. Leaves may
+    be arrays, `jax.ShapeDtypeStruct`s (`jax.eval_shape`) or Python scalars, inside any
+    containers and other libraries' trees: an optax state whose moments are copies of a
+    model gets the model's specs. With `mesh` (a `Mesh` or `AbstractMesh`), mesh axes and
+    sizes are checked too.
+
+    Raises:
+        ShardingDeclarationError: A declaration has the wrong number of axes, names an axis
+            the rules and the mesh do not know, or a dimension the mesh does not divide.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jdc.Sharded[jax.Array, "embed", "mlp"]
+        ...     b: jax.Array
+        >>> specs = jdc.partition_specs(
+        ...     {"dense": Dense(jnp.ones((4, 8)), jnp.zeros(8)), "step": 0},
+        ...     [("embed", None), ("mlp", "model")],
+        ... )
+        >>> tuple(specs["dense"].w), tuple(specs["dense"].b), tuple(specs["step"])
+        ((None, 'model'), (), ())
+    """
+    return _map(tree, _Planner(rules, mesh, default), lambda leaf: leaf.spec)
+
+
+def shardings(
+    tree: Any, mesh: AnyMesh, rules: Rules | None = None, *, default: Default = REPLICATED
+) -> Any:
+    """`partition_specs(tree, rules, mesh=mesh, default=default)` as `NamedSharding`s on
+    `mesh`: for `jax.jit`'s `in_shardings`/`out_shardings` and `jax.device_put`.
+
+    Examples:
+        >>> from jax.sharding import Mesh
+        >>> import numpy as np
+        >>> mesh = Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("data", "model"))
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jdc.Sharded[jax.Array, "embed", "mlp"]
+        >>> init = lambda: Dense(jnp.ones((4, 8)))
+        >>> placed = jax.jit(init, out_shardings=jdc.shardings(
+        ...     jax.eval_shape(init), mesh, {"embed": "data", "mlp": "model"}))()
+        >>> tuple(placed.w.sharding.spec)
+        ('data', 'model')
+    """
+    return _map(tree, _Planner(rules, mesh, default), lambda leaf: NamedSharding(mesh, leaf.spec))
+
+
+def sharded_shapes(
+    tree: Any, mesh: AnyMesh, rules: Rules | None = None, *, default: Default = REPLICATED
+) -> Any:
+    """`tree` with each array (or `ShapeDtypeStruct`) replaced by a `jax.ShapeDtypeStruct` of
+    its shape and dtype carrying its `NamedSharding` on `mesh`: a restore target for orbax
+    that places every array where it is declared. Other leaves are kept as they are.
+
+    Examples:
+        >>> from jax.sharding import Mesh
+        >>> import numpy as np
+        >>> mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jdc.Sharded[jax.Array, "data", None]
+        >>> target = jdc.sharded_shapes(jax.eval_shape(lambda: Dense(jnp.ones((4, 8)))), mesh)
+        >>> target.w.shape, tuple(target.w.sharding.spec)
+        ((4, 8), ('data', None))
+    """
+
+    def shape_of(leaf: _Leaf) -> Any:
+        value = leaf.value
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            return value
+        sharding = NamedSharding(mesh, leaf.spec)
+        return _shape_dtype_struct(value.shape, value.dtype, sharding=sharding)
+
+    return _map(tree, _Planner(rules, mesh, default), shape_of)
+
+
+def _map(tree: Any, planner: _Planner, make: Callable[[_Leaf], Any]) -> Any:
+    leaves = planner.leaves(tree)
+    return tree_structure(tree, None).unflatten([make(leaf) for leaf in leaves])
+
+
+def check_shardings(
+    tree: Any,
+    rules: Rules | None = None,
+    *,
+    mesh: AnyMesh | None = None,
+    default: Default = REPLICATED,
+) -> None:
+    """Check that the arrays of `tree` carry the shardings they declare; raise one
+    `ShardingDeclarationError` listing every array that does not.
+
+    Concrete arrays are read from their `.sharding`; inside `jax.jit`, an array's sharding is
+    part of its type (`jax.typeof(x).sharding`) only under explicit mesh axes
+    (`jax.sharding.AxisType.Explicit`, jax 0.6 or newer), so there it needs them. With `mesh`,
+    each array must also be on a mesh of that shape. Useful after model surgery
+    (`jdc.replace` with an array placed elsewhere). Leaves without a sharding (NumPy arrays,
+    Python scalars) pass if they are declared replicated.
+
+    Examples:
+        >>> from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        >>> import numpy as np
+        >>> mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jdc.Sharded[jax.Array, "data"]
+        >>> ok = jax.device_put(Dense(jnp.ones(4)), NamedSharding(mesh, P("data")))
+        >>> jdc.check_shardings(ok)
+        >>> try:
+        ...     jdc.check_shardings(jdc.replace(ok, w=jnp.ones(4)))
+        ... except jdc.ShardingDeclarationError as error:
+        ...     print(error)
+        1 array does not carry its declared sharding (no mesh given; no rules):
+        - field 'w' of Dense at .w (f32[4]): has SingleDeviceSharding, declared P('data')
+        Place the tree as declared: jax.device_put(tree, jdc.shardings(tree, mesh, rules)), ...
+    """
+    planner = _Planner(rules, mesh, default)
+    mismatches = [
+        f"- {_describe(leaf.path, leaf.value, leaf.declaration)}: {problem}"
+        for leaf in planner.leaves(tree)
+        if (problem := _mismatch(leaf, mesh)) is not None
+    ]
+    if mismatches:
+        count = len(mismatches)
+        raise ShardingDeclarationError(
+            f"{count} array{'s do' if count > 1 else ' does'} not carry "
+            f"{'their' if count > 1 else 'its'} declared sharding{'s' if count > 1 else ''} "
+            f"({planner.context()}):\n" + "\n".join(mismatches) + "\nPlace the tree as "
+            "declared: jax.device_put(tree, jdc.shardings(tree, mesh, rules)), or inside jit "
+            "under explicit axes jax.sharding.reshard(tree, jdc.partition_specs(tree, rules))."
+        )
+
+
+def _mismatch(leaf: _Leaf, mesh: AnyMesh | None) -> str | None:
+    """How an array's sharding differs from its spec, else None."""
+    value = leaf.value
+    rank = len(getattr(value, "shape", ()))
+    expected = _dims(leaf.spec, rank)
+    declared = f"declared {_show_spec(leaf.spec)}"
+    if isinstance(value, core.Tracer):
+        actual: Any = _traced_sharding(leaf.value)
+    else:
+        actual = getattr(value, "sharding", None)
+    if actual is None:
+        replicated = not any(expected)
+        return None if replicated else f"has no sharding (not a device array), {declared}"
+    if isinstance(actual, NamedSharding):
+        has = _dims(actual.spec, rank)
+        mesh_differs = mesh is not None and dict(actual.mesh.shape) != dict(mesh.shape)
+        if has == expected and not mesh_differs:
+            return None
+        on = f" on mesh {dict(actual.mesh.shape)}" if mesh_differs else ""
+        return f"has {_show_spec(_spec(has))}{on}, {declared}"
+    if not any(expected) and actual.is_fully_replicated:
+        return None
+    return f"has {type(actual).__name__}, {declared}"
+
+
+def _traced_sharding(value: object) -> NamedSharding:
+    """The sharding in a traced array's type; only explicit mesh axes put one there."""
+    typeof: Callable[[Any], Any] | None = getattr(jax, "typeof", None)
+    sharding: object = getattr(typeof(value), "sharding", None) if typeof is not None else None
+    explicit = getattr(getattr(jax.sharding, "AxisType", None), "Explicit", None)
+    mesh: object = getattr(sharding, "mesh", None)
+    if not isinstance(sharding, NamedSharding) or explicit not in getattr(mesh, "axis_types", ()):
+        raise ShardingDeclarationError(
+            "check_shardings met a traced array whose type carries no sharding: inside jax.jit "
+            "an array's sharding is part of its type only on a mesh with explicit axes (jax "
+            "0.6 or newer: jax.make_mesh(..., axis_types=(AxisType.Explicit, ...)) and "
+            "jax.set_mesh(mesh)). Check outside jit instead, on the concrete arrays."
+        )
+    return sharding
