@@ -188,9 +188,15 @@ def _spelled(node: ast.expr, name: str) -> bool:
     )
 
 
+TYPE_THEN_METADATA = "__jdc_type_then_metadata__"
+"""True on an annotation form that, as `Annotated`, holds a type and then metadata
+(`jdc.Sharded[T, "embed"]`: its axis names are not types)."""
+
+
 def _type_parts(tree: ast.AST, namespaces: Namespaces) -> Iterator[ast.AST]:
     """The nodes of an annotation's source that are types, strings among them parsed as code:
-    not the values of `Literal[...]`, nor the metadata of `Annotated[T, ...]`."""
+    not the values of `Literal[...]`, nor the metadata of `Annotated[T, ...]` (or of another
+    form with `TYPE_THEN_METADATA`)."""
     stack = [tree]
     while stack:
         node = stack.pop()
@@ -203,7 +209,12 @@ def _type_parts(tree: ast.AST, namespaces: Namespaces) -> Iterator[ast.AST]:
             if head in _LITERAL_ORIGINS or _spelled(node.value, "Literal"):
                 yield node.value
                 continue
-            if head in _ANNOTATED_ORIGINS or _spelled(node.value, "Annotated"):
+            if (
+                head in _ANNOTATED_ORIGINS
+                or getattr(head, TYPE_THEN_METADATA, False)
+                or _spelled(node.value, "Annotated")
+                or _spelled(node.value, "Sharded")
+            ):
                 items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
                 stack.extend((node.value, items[0]))
                 continue

@@ -15,7 +15,7 @@ Declarations are read when a call first meets a class, not at decoration, so nam
 after the class, string annotations and lazy annotations (Python 3.14) all work; they are read
 with the package's own reader (`_annotations.class_annotations`) in the scope that defines the
 class. Logical names go through rules as flax's `logical_to_mesh_axes` does (docs/design.md
-§15).
+§16).
 """
 
 from __future__ import annotations
@@ -138,6 +138,8 @@ class Sharded:
         >>> tuple(specs.w), tuple(specs.b), tuple(specs.scale)
         ((None, 'model'), ('model',), ())
     """
+
+    __jdc_type_then_metadata__ = True  # Its axis names are not types (`_annotations`).
 
     def __class_getitem__(cls, params: object) -> Any:
         """`Annotated[T, <the axes>]`, after checking that each axis entry is a name, None or a

@@ -35,6 +35,14 @@ class Future:
 Later = jdc.Sharded[jax.Array, ("embed", "mlp")]
 
 
+@jdc.pytree_dataclass
+class NamedLikeStatic:
+    """Axis names are not types: one spelled like `jdc.Static` (a module-level name here) is
+    not a nested `Static`."""
+
+    w: jdc.Sharded[jax.Array, "jdc.Static"]
+
+
 def local_class(while_running: Callable[[type], None]) -> type:
     """A class in a function whose alias is local: `while_running(cls)` is called while the
     function runs (its local names can be read), and the class is returned."""

@@ -105,6 +105,10 @@ class TestSpelling:
         assert specs.checker_only == P(None)  # Read from its spelling: CheckerOnly is undefined.
         assert specs.plain == P()
 
+    def test_axis_names_are_never_read_as_types(self) -> None:
+        odd = _sharded_future.NamedLikeStatic(jnp.ones(2))
+        assert jdc.partition_specs(odd, {"jdc.Static": "model"}).w == P("model")
+
     def test_aliases_and_annotated_without_the_future_import(self) -> None:
         weight = jdc.Sharded[jax.Array, "batch", "mlp"]
 
