@@ -1,12 +1,13 @@
-"""The design note's lists match the code: module layers, module-level state, and writes to
-the interpreter's shared state.
+"""The design note's lists match the code: module layers, module-level state, writes to the
+interpreter's shared state, the private APIs of other packages, and the mechanisms' places.
 
 docs/design.md §12 lists the package's modules in layers (a module imports only modules of
-lower layers), every object the code changes after import, and every write to state the whole
-interpreter shares. These tests read the source (never importing it) and fail when the code
-and the note disagree, so neither can drift: a new registry, cache, lock or import direction
-has to be written down, with its reason. The checker is tested too: each kind of violation,
-planted in a copy of the package, must be reported.
+lower layers), every object the code changes after import, every write to state the whole
+interpreter shares, the private names of other packages the code uses, and where each
+mechanism lives. These tests read the source (never importing it) and fail when the code and
+the note disagree, so neither can drift: a new registry, cache, lock, import direction or
+private API has to be written down, with its reason. The checker is tested too: each kind of
+violation, planted in a copy of the package (or of the note), must be reported.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ def modules(package: Path = PACKAGE) -> dict[str, ast.Module]:
     return {path.stem: ast.parse(path.read_text()) for path in sorted(package.glob("*.py"))}
 
 
-def section(title: str) -> str:
+def section(title: str, design: Path = DESIGN) -> str:
     """The text of the design note's subsection `### title`, up to the next heading."""
-    text = DESIGN.read_text()
+    text = design.read_text()
     match = re.search(rf"^### {re.escape(title)}\n(.*?)^#", text, re.DOTALL | re.MULTILINE)
     assert match, f"docs/design.md has no '### {title}' subsection"
     return match.group(1)
@@ -220,6 +221,63 @@ def test_interpreter_wide_writes_are_the_design_notes_list() -> None:
     )
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_uses(tree: ast.Module) -> set[str]:
+    """The private names of other packages a module uses, at the top or inside functions:
+    what it imports from a private module or under a private name (`jax._src.export._export`,
+    `from x import _y`), and a private attribute of a module it imported (`sys._getframe`,
+    `getattr(dataclasses, "_FIELD_INITVAR")`)."""
+    bound: dict[str, str] = {}  # Local name -> module, for `import x` / `import x.y as z`.
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                bound[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            private_module = any(map(_private, node.module.split(".")))
+            found.update(
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if not node.module.startswith("jax_dataclasses")
+                and (private_module or _private(alias.name))
+            )
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            owner, name = node.value.id, node.attr
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Name)
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            owner, name = node.args[0].id, node.args[1].value
+        else:
+            continue
+        if owner in bound and _private(name):
+            found.add(f"{bound[owner]}.{name}")
+    return found
+
+
+def unlisted_private_uses(package: Path = PACKAGE, design: Path = DESIGN) -> set[str]:
+    """Private names used by the package that the design note's list does not name."""
+    table = [line for line in section("Private APIs we depend on", design).splitlines()]
+    listed = {
+        name for line in table if line.startswith("| ") for name in re.findall(r"`([\w.]+)`", line)
+    }
+    return {use for tree in modules(package).values() for use in private_uses(tree)} - listed
+
+
+def test_private_apis_are_the_design_notes_list() -> None:
+    unlisted = unlisted_private_uses()
+    assert not unlisted, f"private APIs used but not in docs/design.md: {sorted(unlisted)}"
+
+
 # Each planted into a copy of the package: (module, code appended, what must report it).
 PLANTED = {
     "relative import of a higher layer": ("_codegen", "from ._dataclass import _adopt", "layer"),
@@ -244,6 +302,17 @@ PLANTED = {
         "writes",
     ),
     "sys.path changed": ("_codegen", "sys.path.append('elsewhere')", "writes"),
+    "a private module imported": ("_tree_api", "from jax._src import core", "private"),
+    "a private attribute of a module": (
+        "_registry",
+        "_MISSING = dataclasses._MISSING_TYPE",
+        "private",
+    ),
+    "a mechanism in a place that does not exist": (
+        "<design>",
+        "| 99 | a mechanism | `_codegen.no_such_function` | nothing |",
+        "mechanisms",
+    ),
 }
 
 
@@ -252,15 +321,24 @@ def test_the_checker_reports_a_planted_violation(planted: str, tmp_path: Path) -
     module, code, check = PLANTED[planted]
     copy = tmp_path / "jax_dataclasses"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    assert not layer_violations(copy) and state_differences(copy) == (set(), set())
-    path = copy / f"{module}.py"
-    path.write_text(path.read_text() + "\n\n" + code + "\n")
-    reported = {
-        "layer": bool(layer_violations(copy)),
-        "state": state_differences(copy)[0] != set(),
-        "writes": shared_write_differences(copy)[0] != set(),
+    design = tmp_path / "design.md"
+    design.write_text(DESIGN.read_text())
+    report = {
+        "layer": lambda: bool(layer_violations(copy)),
+        "state": lambda: state_differences(copy)[0] != set(),
+        "writes": lambda: shared_write_differences(copy)[0] != set(),
+        "private": lambda: bool(unlisted_private_uses(copy, design)),
+        "mechanisms": lambda: bool(misplaced_mechanisms(copy, design)),
     }
-    assert reported[check], f"the checker missed: {planted}"
+    assert not any(found() for found in report.values())  # The copy is clean before.
+    if module == "<design>":  # A row added to the mechanism table.
+        text = design.read_text()
+        table = text.index("| 1 | one code generator")
+        design.write_text(text[:table] + code + "\n" + text[table:])
+    else:
+        path = copy / f"{module}.py"
+        path.write_text(path.read_text() + "\n\n" + code + "\n")
+    assert report[check](), f"the checker missed: {planted}"
 
 
 def defined_names(tree: ast.Module) -> set[str]:
@@ -275,27 +353,28 @@ def defined_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def mechanism_places() -> list[str]:
+def mechanism_places(design: Path = DESIGN) -> list[str]:
     """Each `_module` or `_module.name` that the mechanism table's "where" column names."""
     places: list[str] = []
-    for line in section("Mechanisms").splitlines():
+    for line in section("Mechanisms", design).splitlines():
         cells = line.split(" | ")
         if len(cells) >= 4 and cells[0].startswith("| ") and cells[0][2:].strip().isdigit():
             places += re.findall(r"`(_\w+(?:\.\w+)?)`", cells[2])
     return places
 
 
+def misplaced_mechanisms(package: Path = PACKAGE, design: Path = DESIGN) -> list[str]:
+    """The places the mechanism table names that the package does not have."""
+    found = modules(package)
+    missing: list[str] = []
+    for place in mechanism_places(design):
+        module, _, name = place.partition(".")
+        if module not in found or (name and name not in defined_names(found[module])):
+            missing.append(place)
+    return missing
+
+
 def test_every_mechanism_is_where_the_design_note_says() -> None:
-    found = modules()
-    places = mechanism_places()
-    assert len(places) >= 26  # The table was read.
-    missing = [
-        place
-        for place in places
-        if place.partition(".")[0] not in found
-        or (
-            place.partition(".")[2]
-            and place.partition(".")[2] not in defined_names(found[place.partition(".")[0]])
-        )
-    ]
+    assert len(mechanism_places()) >= 26  # The table was read.
+    missing = misplaced_mechanisms()
     assert not missing, f"the mechanism table names what the code does not have: {missing}"
