@@ -266,10 +266,12 @@ def private_uses(tree: ast.Module) -> set[str]:
 
 def unlisted_private_uses(package: Path = PACKAGE, design: Path = DESIGN) -> set[str]:
     """Private names used by the package that the design note's list does not name."""
-    table = [line for line in section("Private APIs we depend on", design).splitlines()]
-    listed = {
-        name for line in table if line.startswith("| ") for name in re.findall(r"`([\w.]+)`", line)
-    }
+    rows = [
+        line
+        for line in section("Private APIs we depend on", design).splitlines()
+        if line[:2] == "| "
+    ]
+    listed = {name for row in rows for name in re.findall(r"`([\w.]+)`", row)}
     return {use for tree in modules(package).values() for use in private_uses(tree)} - listed
 
 
