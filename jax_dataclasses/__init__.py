@@ -7,23 +7,16 @@ from typing import TYPE_CHECKING
 
 # 1.6's __init__ bound these private modules as attributes, and code built on them uses them so
 # (`_dataclasses` is imported when first used: defining its dataclass costs 0.5 ms at import).
+# Sharding and export are imported when first used too (1.0 and 0.3 ms at import).
 from jax_dataclasses import _copy_and_mutate as _copy_and_mutate
 from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._construct import DerivedFieldWarning
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import AnnotationMismatchError, EnforcedAnnotationsMixin
-from jax_dataclasses._export import register_export
 from jax_dataclasses._jit import jit
 from jax_dataclasses._printing import pformat, pprint
 from jax_dataclasses._serialization import from_v1_6_layout, v1_6_layout
 from jax_dataclasses._serialization import install_flax_hooks as _install_flax_hooks
-from jax_dataclasses._sharding import (
-    ShardingDeclarationError,
-    check_shardings,
-    partition_specs,
-    sharded_shapes,
-    shardings,
-)
 from jax_dataclasses._static_values import StaticFieldWarning
 from jax_dataclasses._validate import MutationValidationError
 
@@ -33,22 +26,48 @@ if TYPE_CHECKING:
     from typing import Annotated as Sharded
 
     from jax_dataclasses import _dataclasses as _dataclasses
+    from jax_dataclasses._export import register_export
+    from jax_dataclasses._sharding import (
+        ShardingDeclarationError,
+        check_shardings,
+        partition_specs,
+        sharded_shapes,
+        shardings,
+    )
 else:
     from jax_dataclasses._annotations import static_field
     from jax_dataclasses._dataclass import pytree_dataclass
-    from jax_dataclasses._sharding import Sharded
 
 _install_flax_hooks()
 
 
 if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown names.
+    _SHARDING = frozenset(
+        [
+            "Sharded",
+            "ShardingDeclarationError",
+            "check_shardings",
+            "partition_specs",
+            "sharded_shapes",
+            "shardings",
+        ]
+    )
 
     def __getattr__(name: str) -> object:
-        """1.6's private `_dataclasses` module, bound on first use (see above)."""
+        """The names bound on first use (see above): 1.6's private `_dataclasses` module,
+        sharding declarations and `register_export`."""
         if name == "_dataclasses":
             import jax_dataclasses._dataclasses as module
 
             return module
+        if name in _SHARDING:
+            import jax_dataclasses._sharding as sharding
+
+            return getattr(sharding, name)
+        if name == "register_export":
+            from jax_dataclasses._export import register_export
+
+            return register_export
         raise AttributeError(f"module 'jax_dataclasses' has no attribute {name!r}")
 
 

@@ -103,7 +103,7 @@ def test_wheel_installs_with_its_declared_dependencies(dist: Path, tmp_path: Pat
     (wheel,) = dist.glob("*.whl")
     environment = tmp_path / "venv"
     venv.create(environment, with_pip=True)
-    python = environment / ("Scripts" if os.name == "nt" else "bin") / "python"
+    python = environment / "bin" / "python"
     run(python, "-m", "pip", "install", "--quiet", "--progress-bar=off", wheel)
     without_flax = textwrap.dedent(
         """

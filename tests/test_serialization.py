@@ -418,6 +418,22 @@ def test_import_jax_dataclasses_does_not_import_flax() -> None:
 
 
 @pytest.mark.subprocess
+def test_sharding_and_export_are_imported_when_first_used() -> None:
+    """They cost 1.3 ms at import (benchmarks/README.md): bound on first use, by any spelling."""
+    run_python(
+        """
+import sys
+import jax_dataclasses as jdc
+lazy = {"jax_dataclasses._sharding", "jax_dataclasses._export"}
+assert not lazy & set(sys.modules)
+from jax_dataclasses import partition_specs
+assert jdc.Sharded.__module__ == "jax_dataclasses._sharding" and callable(jdc.register_export)
+assert lazy <= set(sys.modules) and partition_specs is jdc.partition_specs
+"""
+    )
+
+
+@pytest.mark.subprocess
 def test_flax_imported_before_jax_dataclasses() -> None:
     run_python("from flax import serialization\n" + CLASSES + ROUND_TRIP)
 
