@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import html
+import inspect
 import re
 import subprocess
 import sys
@@ -21,6 +22,8 @@ import jax
 import pytest
 from doc_blocks import page_options
 from helpers import child_environment
+
+import jax_dataclasses as jdc
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUINOX_SKIP = re.compile(
@@ -112,6 +115,9 @@ def _entry(page: str, name: str) -> str:
 def test_the_api_reference_shows_the_signatures_type_checkers_see(api_page: str) -> None:
     dataclass = _entry(api_page, "pytree_dataclass")
     assert "-> type[T]" in dataclass and "-> Callable[[type[T]], type[T]]" in dataclass
+    for keyword in inspect.signature(jdc.pytree_dataclass).parameters.values():
+        if keyword.kind is inspect.Parameter.KEYWORD_ONLY:  # Each option, with its default.
+            assert f"{keyword.name}: bool = {keyword.default!r}" in dataclass, keyword.name
     jit = _entry(api_page, "jit")
     assert "-> _F" in jit and "-> JitDecorator" in jit
     for entry in (dataclass, jit):

@@ -5,7 +5,7 @@
 that they treat a decorated class as a dataclass), while at run time it is our function,
 annotated `-> Any`; griffe reads the runtime function, and the reference would show `-> Any`.
 This extension gives such a function the overloads of the function it stands for, built from
-its own keyword parameters (names, types and runtime defaults), so the page shows what a
+its keyword parameters as it runs (names, types and defaults), so the page shows what a
 checker infers: `type[T]` for `@pytree_dataclass`, a decorator for `@pytree_dataclass(...)`.
 A name whose stand-in is not in `TYPE_CHECKER_VIEWS` (the deprecated `static_field`, which is
 `dataclasses.field` to checkers) keeps its runtime signature.
@@ -20,6 +20,8 @@ signatures above them.
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,9 +37,22 @@ def _annotation(text: str, function: griffe.Function) -> Any:
     return griffe.safe_get_annotation(ast.parse(text, mode="eval").body, parent=function.parent)
 
 
+def _keywords(function: griffe.Function) -> list[griffe.Parameter]:
+    """The keyword parameters of `function` as it runs: `pytree_dataclass` takes `**options`,
+    and its signature at run time is made from its table of `dataclasses.dataclass`'s
+    keywords, all `bool`."""
+    module = importlib.import_module(function.module.path)
+    runtime = inspect.signature(getattr(module, function.name))
+    return [
+        griffe.Parameter(p.name, annotation="bool", kind=KEYWORD_ONLY, default=repr(p.default))
+        for p in runtime.parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+
 def _dataclass_overloads(function: griffe.Function) -> list[griffe.Function]:
     """typeshed's two overloads of `dataclasses.dataclass`, with `function`'s keywords."""
-    keywords = [p for p in function.parameters if p.kind is KEYWORD_ONLY]
+    keywords = _keywords(function)
 
     def overload(cls: griffe.Parameter, returns: str) -> griffe.Function:
         return griffe.Function(
