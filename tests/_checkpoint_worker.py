@@ -60,9 +60,9 @@ class TrainState:
 OPTIMIZER = optax.adam(LEARNING_RATE)
 
 
-def model_from(arrays: dict[str, np.ndarray], prefix: str = "") -> Model:
+def model_from(arrays: dict[str, np.ndarray], prefix: str = "", array: Any = jnp.asarray) -> Model:
     def dense(name: str, activation: str) -> Dense:
-        w, b, scale = (jnp.asarray(arrays[f"{prefix}{name}.{f}"]) for f in ("w", "b", "scale"))
+        w, b, scale = (array(arrays[f"{prefix}{name}.{f}"]) for f in ("w", "b", "scale"))
         return Dense(w, b, scale, activation)
 
     return Model(dense("hidden", "tanh"), dense("head", "identity"))
@@ -100,7 +100,11 @@ def run(process_id: int, data_path: str, result_path: str) -> None:
     grad_shardings = jdc.shardings(abstract.params, mesh, RULES)
     train_step = jax.jit(step, out_shardings=shardings, donate_argnums=0)
     for i in range(2):
-        grads = jax.device_put(model_from(data, f"grad{i}."), grad_shardings)
+        grads = jax.tree.map(  # Each process makes its own blocks of the global arrays.
+            lambda sharding, x: jax.make_array_from_callback(x.shape, sharding, x.__getitem__),
+            grad_shardings,
+            model_from(data, f"grad{i}.", np.asarray),
+        )
         state = train_step(state, grads)
 
     with ocp.StandardCheckpointer() as checkpointer:  # Every process saves its own shards.
