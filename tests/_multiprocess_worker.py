@@ -129,8 +129,10 @@ def run(process_id: int, data_path: str, result_path: str) -> None:
     )
 
 
-def main(argv: list[str]) -> None:
-    port, process_id, data_path, result_path = argv
+def initialize(port: str, process_id: int) -> None:
+    """Join the other processes through the coordinator on 127.0.0.1:PORT, with gloo CPU
+    collectives on 127.0.0.1 (exits with GLOO_UNAVAILABLE where there are none). The caller
+    calls `jax.distributed.shutdown()` on the way out."""
     try:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     except ValueError as error:  # A JAX that does not know gloo.
@@ -143,12 +145,21 @@ def main(argv: list[str]) -> None:
         coordinator_address=address,
         coordinator_bind_address=address,
         num_processes=NUM_PROCESSES,
-        process_id=int(process_id),
+        process_id=process_id,
         initialization_timeout=120,
         **{name: value for name, value in timeouts.items() if name in known},  # newer jax only
     )
     try:
         use_loopback_gloo()
+    except Exception:
+        jax.distributed.shutdown()
+        raise
+
+
+def main(argv: list[str]) -> None:
+    port, process_id, data_path, result_path = argv
+    initialize(port, int(process_id))
+    try:
         run(int(process_id), data_path, result_path)
     finally:
         jax.distributed.shutdown()

@@ -61,8 +61,9 @@ def reference(
     return w, b, losses
 
 
-def run_workers(tmp_path: Path, data_path: Path) -> list[tuple[int, str]]:
-    """Start the processes and return (exit code, output) of each.
+def run_workers(tmp_path: Path, data_path: Path, worker: Path = WORKER) -> list[tuple[int, str]]:
+    """Start the processes (`worker PORT PROCESS_ID DATA_NPZ RESULT_NPZ`, each with its own
+    tmp_path/result{i}.npz) and return (exit code, output) of each.
 
     Waits until all have exited, one has failed (the others could only wait for it), or the
     deadline has passed; whatever still runs then is killed.
@@ -74,7 +75,7 @@ def run_workers(tmp_path: Path, data_path: Path) -> list[tuple[int, str]]:
     try:
         for i, log in enumerate(logs):
             with log.open("wb") as out:
-                command = [sys.executable, str(WORKER), str(port), str(i), str(data_path)]
+                command = [sys.executable, str(worker), str(port), str(i), str(data_path)]
                 command.append(str(tmp_path / f"result{i}.npz"))
                 processes.append(
                     subprocess.Popen(
