@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 # 1.6's __init__ bound these private modules as attributes, and code built on them uses them so
 # (`_dataclasses` is imported when first used: defining its dataclass costs 0.5 ms at import).
-# Sharding and export are imported when first used too (1.0 and 0.3 ms at import).
+# Sharding and export are imported when first used too (0.9 and 0.3 ms at import).
 from jax_dataclasses import _copy_and_mutate as _copy_and_mutate
 from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._construct import DerivedFieldWarning
@@ -69,6 +69,10 @@ if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown
 
             return register_export
         raise AttributeError(f"module 'jax_dataclasses' has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        """The module's names, those bound on first use among them (for tab completion)."""
+        return sorted({*globals(), *_SHARDING, "register_export", "_dataclasses"})
 
 
 __all__ = [

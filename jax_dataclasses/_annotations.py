@@ -213,7 +213,7 @@ def _type_parts(tree: ast.AST, namespaces: Namespaces) -> Iterator[ast.AST]:
                 head in _ANNOTATED_ORIGINS
                 or getattr(head, TYPE_THEN_METADATA, False)
                 or _spelled(node.value, "Annotated")
-                or _spelled(node.value, "Sharded")
+                or (head is _UNDECIDED and _spelled(node.value, "Sharded"))
             ):
                 items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
                 stack.extend((node.value, items[0]))

@@ -304,7 +304,7 @@ def _check_copy(copy: object, block: _Block, containers: list[tuple[Any, Any]]) 
         for key, item, was in changes:  # `key` is None where the node changed as a whole.
             if key is not None and (
                 item is was
-                or origin.get(id(item)) is was
+                or origin.get(id(item), _NOT_COPIED) is was
                 or (_is_leaf(item) and _is_leaf(was) and leaf_difference(was, item) is None)
             ):
                 continue
@@ -317,6 +317,9 @@ def _check_copy(copy: object, block: _Block, containers: list[tuple[Any, Any]]) 
                 below = () if key is None else (as_key(key),)
                 raise block_end_error((*paths[id(node)], *below), found)
 
+
+_NOT_COPIED = object()
+"""What `_check_copy` finds for a value the block did not copy (not None: None is a value)."""
 
 _Changes = Iterable[tuple[Any, Any, Any]]
 """(key below a node or None for the node itself, value in the copy, value in the original)."""

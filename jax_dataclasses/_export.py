@@ -129,6 +129,8 @@ def register_export(
 
     with _LOCK:
         previous = _NAMES.get(name)
+        if next((n for n, c in _NAMES.items() if c is target), name) != name:
+            raise _conflict(target, name, previous)  # One name per class.
         if previous is not None and _same_definition(previous, target):
             _replace(target, name, serialize, deserialize, from_children)
         else:
@@ -215,6 +217,13 @@ def _conflict(cls: type, name: str, previous: type | None) -> ValueError:
             f"the name {name!r} is already registered for export by "
             f"{previous.__module__}.{previous.__qualname__}. Pass another name: "
             f"jdc.register_export({cls.__name__}, name='...')."
+        )
+    elif any(_same_definition(c, cls) for c in _NAMES.values()):
+        taken = next(n for n, c in _NAMES.items() if _same_definition(c, cls))
+        why = (
+            f"a newer definition of {cls.__qualname__} (a cell run again, a module reloaded) "
+            f"took its export name {taken!r}, and JAX keeps that name for this class too. "
+            "Register the newer definition, the one files now load as that name."
         )
     else:
         why = (
@@ -330,8 +339,9 @@ def _encode(value: Any) -> object:
     if type(checked) is tuple:
         return [_encode(item) for item in value]
     if isinstance(checked, enum.Enum):
-        owner: type = type(checked)
-        if _find(owner.__module__, owner.__qualname__) is owner:
+        owner: type[enum.Enum] = type(checked)
+        named = owner.__members__.get(checked.name or "") is checked  # Not a Flag combination.
+        if named and _find(owner.__module__, owner.__qualname__) is owner:
             return {"enum": f"{owner.__module__}:{owner.__qualname__}", "name": value.name}
     elif isinstance(checked, np.dtype) and value.names is None:  # Structured: no name.
         return {"dtype": str(value)}
@@ -370,6 +380,12 @@ def _decode(stored: Any, cls: type, field: str) -> object:
             f"{cls.__qualname__}.{field}: the exported static value is a member of the enum "
             f"{module}.{qualname}, which is not defined in this process (its module is not "
             f"imported, or no longer defines it). Import {module} before deserializing."
+        )
+    if not isinstance(owner, enum.EnumMeta) or tagged["name"] not in owner.__members__:
+        raise ValueError(
+            f"{cls.__qualname__}.{field}: the exported static value is the member "
+            f"{tagged['name']!r} of {module}.{qualname}, which this process's "
+            f"{module}.{qualname} does not have (the class changed since the export)."
         )
     return owner[tagged["name"]]
 

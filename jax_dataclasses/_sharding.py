@@ -26,11 +26,11 @@ import math
 import typing
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NoReturn, TypeAlias, cast, final
+from typing import Annotated, Any, NamedTuple, NoReturn, TypeAlias, cast, final
 
 import jax
 from jax import core
-from jax.sharding import NamedSharding, PartitionSpec
+from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec
 from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._annotations import class_annotations, defining_scope
@@ -46,10 +46,8 @@ from jax_dataclasses._tree_api import (
     type_of,
 )
 
-if TYPE_CHECKING:
-    from jax.sharding import AbstractMesh, Mesh
-
-    AnyMesh: TypeAlias = Mesh | AbstractMesh
+AnyMesh: TypeAlias = Mesh | AbstractMesh
+"""A concrete mesh, or an abstract one (`jax.sharding.AbstractMesh`): axis names and sizes."""
 
 AxisEntry: TypeAlias = str | tuple[str, ...] | None
 """One dimension of a declaration: a logical axis name, None (not sharded), or several names."""
@@ -103,6 +101,11 @@ class _Axes:
 
     def __repr__(self) -> str:
         return f"jax_dataclasses.Sharded{self.names!r}"
+
+    def __reduce__(self) -> tuple[type[_Axes], tuple[tuple[AxisEntry, ...]]]:
+        """Pickled and copied by its names (slots and the refusing `__setattr__` would stop
+        the default way): classes with `Sharded` fields travel by value (cloudpickle)."""
+        return (_Axes, (self.names,))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Axes) and other.names == self.names
@@ -330,6 +333,12 @@ def _parse_rules(rules: Rules | None) -> tuple[Rule, ...] | None:
     """The rules as (logical name, mesh axes or None) pairs, in order of priority."""
     if rules is None:
         return None
+    if isinstance(rules, Mesh | AbstractMesh):
+        raise TypeError(
+            "a mesh was given where the rules go: partition_specs and check_shardings take the "
+            "mesh as a keyword (partition_specs(tree, rules, mesh=mesh)); shardings and "
+            "sharded_shapes take it second (shardings(tree, mesh, rules))."
+        )
     pairs: Sequence[object] = list(rules.items()) if isinstance(rules, Mapping) else rules
     parsed: list[Rule] = []
     for pair in pairs:
@@ -614,7 +623,7 @@ def partition_specs(
     be arrays, `jax.ShapeDtypeStruct`s (`jax.eval_shape`) or Python scalars, inside any
     containers and other libraries' trees: an optax state whose moments are copies of a
     model gets the model's specs. With `mesh` (a `Mesh` or `AbstractMesh`), mesh axes and
-    sizes are checked too.
+    sizes are checked too; without it, a name that no rule covers is taken for a mesh axis.
 
     Raises:
         ShardingDeclarationError: A declaration has the wrong number of axes, names an axis
@@ -681,7 +690,8 @@ def sharded_shapes(
         if not (hasattr(value, "shape") and hasattr(value, "dtype")):
             return value
         sharding = NamedSharding(mesh, leaf.spec)
-        return _shape_dtype_struct(value.shape, value.dtype, sharding=sharding)
+        weak = bool(getattr(value, "weak_type", False))  # As `eval_shape` gave it.
+        return _shape_dtype_struct(value.shape, value.dtype, sharding=sharding, weak_type=weak)
 
     return _map(tree, _Planner(rules, mesh, default), shape_of)
 
@@ -703,7 +713,7 @@ def check_shardings(
 
     Concrete arrays are read from their `.sharding`; inside `jax.jit`, an array's sharding is
     part of its type (`jax.typeof(x).sharding`) only under explicit mesh axes
-    (`jax.sharding.AxisType.Explicit`, jax 0.6 or newer), so there it needs them. With `mesh`,
+    (`jax.sharding.AxisType.Explicit`, jax 0.5 or newer), so there it needs them. With `mesh`,
     each array must also be on a mesh of that shape. Useful after model surgery
     (`jdc.replace` with an array placed elsewhere). Leaves without a sharding (NumPy arrays,
     Python scalars) pass if they are declared replicated.
@@ -777,7 +787,7 @@ def _traced_sharding(value: object) -> NamedSharding:
         raise ShardingDeclarationError(
             "check_shardings met a traced array whose type carries no sharding: inside jax.jit "
             "an array's sharding is part of its type only on a mesh with explicit axes (jax "
-            "0.6 or newer: jax.make_mesh(..., axis_types=(AxisType.Explicit, ...)) and "
+            "0.5 or newer: jax.make_mesh(..., axis_types=(AxisType.Explicit, ...)) and "
             "jax.set_mesh(mesh)). Check outside jit instead, on the concrete arrays."
         )
     return sharding

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, cast
 import jax.numpy as jnp
 import numpy as np
 from jax import dtypes
-from jax.tree_util import DictKey, SequenceKey
+from jax.tree_util import SequenceKey
 
 from jax_dataclasses._printing import array_summary
 from jax_dataclasses._registry import Layout, layout_of
@@ -159,7 +159,10 @@ def difference(old: object, new: object, statics: bool = True) -> Difference | N
     if old_structure != new_structure:
         found = _structure_difference(old, new, statics)
         if found is not None:
-            return found  # Else only static values differ, and `statics` is False.
+            return found
+        if statics or len(old_leaves) != len(new_leaves):  # Cannot tell where: the whole.
+            return Difference((), "tree structure", old, new)
+        # Else only static values differ, which `statics=False` allows.
     for index, (old_leaf, new_leaf) in enumerate(zip(old_leaves, new_leaves, strict=True)):
         what = None if old_leaf is new_leaf else leaf_difference(old_leaf, new_leaf)
         if what is not None:
@@ -187,29 +190,26 @@ def _structure_difference(old: object, new: object, statics: bool) -> Difference
     return None
 
 
-Level = tuple[object, list[tuple[Any, Any]]]
-"""What one level of a node must keep (its class; its length or keys; a custom node's aux
-data; a pytree dataclass's static values, where they count) and its keyed children."""
+Level = tuple[tuple[type, object], list[tuple[Any, Any]]]
+"""What one level of a node must keep (its class, and its length, a pytree dataclass's static
+values where they count, or JAX's treedef of the level) and its keyed children."""
 
 
 def level(node: object, statics: bool) -> Level | None:
-    """The structure and keyed children of `node`'s own level; None for a leaf."""
+    """The structure and keyed children of `node`'s own level, in JAX's order; None for a
+    leaf."""
     cls = type_of(node)
     layout = layout_of(cls)
     if layout is not None:
         pairs, aux = layout.flatten_with_keys(node)
-        return ((cls, aux) if statics else cls), list(pairs)
+        return (cls, aux if statics else None), list(pairs)
     if cls is list or cls is tuple:
         items = cast("list[Any] | tuple[Any, ...]", node)
         return (cls, len(items)), [(SequenceKey(i), item) for i, item in enumerate(items)]
-    if cls is dict:
-        named = cast("dict[Any, Any]", node)
-        keys = sorted(named, key=repr)
-        return (cls, keys), [(DictKey(name), named[name]) for name in keys]
     if not is_node(node):
         return None
-    children, structure = keyed_level(node)  # Any other node: JAX's own level.
-    return structure, [(path[0], child) for path, child in children]
+    children, structure = keyed_level(node)  # Any other node (dicts too): JAX's own level.
+    return (cls, structure), [(path[0], child) for path, child in children]
 
 
 def leaf_difference(old_leaf: object, new_leaf: object) -> str | None:

@@ -26,6 +26,11 @@ class Level(enum.IntEnum):
     HIGH = 2
 
 
+class Access(enum.Flag):
+    READ = 1
+    WRITE = 2
+
+
 @jdc.pytree_dataclass
 class Dense:
     """One static field (the bare aux data) of the common kinds: a dtype."""

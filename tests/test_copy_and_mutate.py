@@ -885,6 +885,42 @@ def test_structure_error_at_the_top_of_the_field() -> None:
     assert "f64[3] → None" in message
 
 
+SAME_LEAVES_OTHER_NODES = [
+    (Pair(1.0, 2.0), (1.0, 2.0)),
+    ((1.0, 2.0), Pair(1.0, 2.0)),
+    ([], None),
+    (None, ()),
+    (None, {}),
+    ({"a": 1.0}, collections.OrderedDict(a=1.0)),
+    (Node(1.0), Pair(1.0, None)),
+    (Wrapper(1.0, "w"), [1.0]),
+]
+"""Values whose leaves match one for one, in nodes of other types: JAX's treedefs differ."""
+
+
+@pytest.mark.parametrize(("old", "new"), SAME_LEAVES_OTHER_NODES)
+def test_structure_error_for_another_node_type_with_the_same_leaves(old: Any, new: Any) -> None:
+    with copy_and_mutate(Node(old)) as copy, pytest.raises(MutationValidationError) as error:
+        copy.value = new
+    assert "changes the tree structure" in _message_of(error)
+    assert "field 'value' of Node" in _message_of(error)
+
+
+@pytest.mark.parametrize(("old", "new"), SAME_LEAVES_OTHER_NODES)
+def test_block_end_error_for_another_node_type_with_the_same_leaves(old: Any, new: Any) -> None:
+    with pytest.raises(MutationValidationError) as error, copy_and_mutate([old]) as copy:
+        copy[0] = new
+    assert "had changed the tree structure at key path [0]" in _message_of(error)
+
+
+def test_structure_differences_are_reported_in_jax_key_order() -> None:
+    """Dict keys in JAX's order (sorted), not their repr's: [9] before [10]."""
+    old = {9: [jnp.zeros(1)], 10: [jnp.zeros(1)]}
+    with copy_and_mutate(Node(old)) as copy, pytest.raises(MutationValidationError) as error:
+        copy.value = {9: [jnp.zeros(1), 1.0], 10: []}
+    assert "at key path [9]" in _message_of(error)
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [

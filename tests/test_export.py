@@ -207,6 +207,24 @@ def test_a_class_defined_again_takes_its_name_over() -> None:
     assert "export the function again" in message
 
 
+def test_a_class_keeps_one_name_and_a_displaced_definition_is_told_why() -> None:
+    def define() -> type:
+        namespace: dict[str, Any] = {"__annotations__": {"x": jax.Array}}
+        namespace["__qualname__"], namespace["__module__"] = "Named", __name__
+        return jdc.pytree_dataclass(type("Named", (), namespace))
+
+    old, new = define(), define()
+    jdc.register_export(old, "test_export.Named")
+    jdc.register_export(new, "test_export.Named2")
+    with pytest.raises(ValueError, match=r"already registered for export as 'test_export.Named2'"):
+        jdc.register_export(new, "test_export.Named")  # A second name, by taking one over.
+    jdc.register_export(new, "test_export.Named2")  # Its own name again: fine.
+    other = define()
+    jdc.register_export(other, "test_export.Named")  # Takes the name `old` had.
+    with pytest.raises(ValueError, match=r"a newer definition of Named .* took its export name"):
+        jdc.register_export(old, "test_export.Named3")
+
+
 # -- errors --------------------------------------------------------------------------------------
 
 
@@ -270,6 +288,18 @@ def test_an_enum_defined_in_a_function_is_refused_when_serialized() -> None:
     jdc.register_export(UsesLocal, "test_export.UsesLocal")
     exported = jax.export.export(jax.jit(lambda u: u))(UsesLocal(jnp.ones(1)))
     with pytest.raises(TypeError, match=r"UsesLocal\.kind: its static value is <Local\.A: 1>"):
+        exported.serialize()
+
+
+def test_a_combination_of_flags_is_refused_when_serialized() -> None:
+    @jdc.pytree_dataclass
+    class Flagged:
+        x: jax.Array
+        flags: jdc.Static[Any] = models.Access.READ | models.Access.WRITE
+
+    jdc.register_export(Flagged, "test_export.Flagged")
+    exported = jax.export.export(jax.jit(lambda f: f))(Flagged(jnp.ones(1)))
+    with pytest.raises(TypeError, match=r"Flagged\.flags: its static value is"):
         exported.serialize()
 
 

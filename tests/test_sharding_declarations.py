@@ -6,6 +6,8 @@ process: spellings, rules (against flax's own), tree structure, every error, and
 `check_shardings` on concrete arrays. Meshes of other sizes are `AbstractMesh`es; the 8-device
 checks (jit, device_put, explicit axes) are in `tests/_sharding_decl_child.py`."""
 
+import copy
+import pickle
 import typing
 from typing import Annotated, Any, Optional
 
@@ -83,6 +85,16 @@ class TestSpelling:
     ) -> None:
         with pytest.raises(TypeError, match=r"axis entry .* logical axis name \(str\), None"):
             jdc.Sharded[jax.Array, "embed", entry]
+
+    def test_declarations_pickle_and_copy(self) -> None:
+        declared = jdc.Sharded[np.ndarray, "embed", ("data", "model"), None]
+        for copied in (pickle.loads(pickle.dumps(declared)), copy.copy(declared)):
+            assert copied == declared
+        assert copy.deepcopy(declared) == declared
+
+    def test_the_functions_annotations_resolve_at_run_time(self) -> None:
+        for function in (jdc.partition_specs, jdc.shardings, jdc.check_shardings):
+            assert "mesh" in typing.get_type_hints(function)
 
     def test_sharded_is_not_instantiated(self) -> None:
         with pytest.raises(TypeError, match="annotations only"):
@@ -196,6 +208,10 @@ class TestRules:
         assert jdc.partition_specs(Heads(jnp.ones((2, 4))), rules).x == P("model", "data")
         rules = [("heads", "model"), ("kv", "model")]
         assert jdc.partition_specs(Heads(jnp.ones((2, 4))), rules).x == P("model", None)
+
+    def test_a_mesh_where_the_rules_go_is_refused_with_the_spelling(self) -> None:
+        with pytest.raises(TypeError, match=r"partition_specs\(tree, rules, mesh=mesh\)"):
+            jdc.partition_specs(model(), MESH)  # type: ignore[arg-type]
 
     def test_malformed_rules_are_refused(self) -> None:
         with pytest.raises(TypeError, match=r"the sharding rule \('mlp',\) is not a"):
@@ -312,6 +328,11 @@ class TestTrees:
         assert shapes["n"] == 3
         restored = jax.device_put(model(), jdc.shardings(model(), ONE_DEVICE, RULES))
         assert restored.head.sharding.spec == P("model", None)
+
+    def test_sharded_shapes_keep_weak_types(self) -> None:
+        abstract = jax.eval_shape(lambda: {"m": model(), "lr": jnp.asarray(0.1)})
+        shapes = jdc.sharded_shapes(abstract, ONE_DEVICE, RULES)
+        assert shapes["lr"].weak_type and not shapes["m"].head.weak_type
 
     @settings(max_examples=50, deadline=None)
     @given(st.recursive(st.sampled_from(["dense", "array", "none", "int"]), nested, max_leaves=8))
