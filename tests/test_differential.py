@@ -1061,6 +1061,7 @@ def test_regressions(hierarchy: Hierarchy) -> None:
 
 @pytest.mark.parametrize("difference", DIFFERENCES, ids=lambda d: d.name)
 def test_each_difference_is_documented_where_it_says(difference: Difference) -> None:
+    pytest.importorskip("markdown", reason="the docs' own dependency (the docs extra)")
     page, _, anchor = difference.docs.partition("#")
     path = DOCS.parent / page
     assert path.is_file(), f"{difference.name}: no page {page}"
@@ -1070,5 +1071,6 @@ def test_each_difference_is_documented_where_it_says(difference: Difference) -> 
 
 
 def test_the_slugs_match_links_the_docs_already_use() -> None:
+    pytest.importorskip("markdown", reason="the docs' own dependency (the docs extra)")
     assert "why-doesnt-unflatten-call-__init__-or-__post_init__" in anchors(DOCS / "faq.md")
     assert "what-is-mutable-where-and-when" in anchors(DOCS / "guides" / "model-surgery.md")
