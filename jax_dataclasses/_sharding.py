@@ -126,7 +126,8 @@ class Sharded:
     works in strings, aliases and under `from __future__ import annotations`: the
     declaration is read when a tree holding the class first meets one of those functions.
     If the field holds a subtree (a tuple of arrays, or None), each array in it gets the
-    declaration, None gets nothing, and a pytree dataclass in it decides for its own fields.
+    declaration and None gets nothing; a pytree dataclass decides for its own fields, so a
+    declaration on a field holding one is an error.
     Linters that read the strings as forward references (ruff and flake8's F821, as with
     jaxtyping's shapes) need that rule turned off where `Sharded` is used.
 
@@ -434,6 +435,15 @@ class _Planner:
     ) -> None:
         kind = type_of(node)
         if layout_of(kind) is not None:
+            if declared is not None:  # Never silently ignored.
+                self._problem(
+                    path,
+                    node,
+                    declared,
+                    f"holds a {kind.__qualname__}, a pytree dataclass, which decides for its own "
+                    "fields: a declaration on the field holding it reaches none of them. Declare "
+                    f"the axes on the fields of {kind.__qualname__}, and remove this one.",
+                )
             if kind not in self.declarations:
                 self.declarations[kind] = _class_declarations(kind)
             own = self.declarations[kind]
@@ -601,6 +611,8 @@ def _describe(path: KeyPath, leaf: Any, declared: _Declaration | None) -> str:
 
 
 def _summary(leaf: Any) -> str:
+    if layout_of(type_of(leaf)) is not None:  # A declared field holding a pytree dataclass.
+        return type_of(leaf).__qualname__
     return array_summary(leaf) if hasattr(leaf, "dtype") and hasattr(leaf, "shape") else repr(leaf)
 
 

@@ -296,14 +296,27 @@ class TestTrees:
             inner: jdc.Sharded[Any, "batch"]
             maybe: jdc.Sharded[Optional[jax.Array], "mlp"] = None  # noqa: UP045
 
-        stack = Stack((jnp.ones((4, 2)), jnp.ones((4, 3))), dense())
+        stack = Stack((jnp.ones((4, 2)), jnp.ones((4, 3))), jnp.ones(4))
         specs = jdc.partition_specs(stack, RULES)
         assert specs.layers == (P("data", None), P("data", None)) and specs.maybe is None
-        # A class inside decides for its own fields: declared or not, the outer declaration
-        # does not reach them.
-        assert specs.inner == jdc.partition_specs(dense(), RULES)
+        assert specs.inner == P("data")
         text = error_text(lambda: jdc.partition_specs(jdc.replace(stack, layers=(jnp.ones(4),))))
         assert "field 'layers' of" in text and "at .layers[0] (f32[4]): declares 2 axes" in text
+
+    def test_a_declaration_on_a_field_holding_a_pytree_dataclass_is_an_error(self) -> None:
+        """A class decides for its own fields: the outer declaration would reach none of them,
+        so it is refused rather than ignored; the inner class's own fields are still read."""
+
+        @jdc.pytree_dataclass
+        class Outer:
+            inner: jdc.Sharded[Any, "batch"]
+            pair: jdc.Sharded[Any, "batch"]
+
+        outer = Outer(dense(), (jnp.ones(4), dense()))
+        text = error_text(lambda: jdc.partition_specs(outer, RULES))
+        assert "2 sharding declarations do not fit" in text
+        assert "field 'inner' of" in text and "Outer at .inner (Dense): holds a Dense" in text
+        assert "at .pair[1] (Dense)" in text and "Declare the axes on the fields of Dense" in text
 
     def test_default_spec_or_function_for_undeclared_leaves(self) -> None:
         layer = Dense(jnp.ones((4, 8)), jnp.zeros(8), jnp.ones(4))
