@@ -131,15 +131,5 @@ def run(process_id: int, data_path: str, result_path: str) -> None:
     np.savez(result_path, **results)
 
 
-def main(argv: list[str]) -> None:
-    port, process_id, data_path, result_path = argv
-    common.initialize(port, int(process_id))
-    try:
-        run(int(process_id), data_path, result_path)
-    finally:
-        jax.distributed.shutdown()
-    print(f"process {process_id}: done")
-
-
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    common.serve(run, sys.argv[1:])

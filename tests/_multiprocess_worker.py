@@ -14,6 +14,7 @@ Exits with GLOO_UNAVAILABLE (and a message on stderr) when this jaxlib has no gl
 
 import inspect
 import sys
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -156,15 +157,17 @@ def initialize(port: str, process_id: int) -> None:
         raise
 
 
-def main(argv: list[str]) -> None:
+def serve(work: Callable[[int, str, str], None], argv: list[str]) -> None:
+    """One worker process (`PORT PROCESS_ID DATA_NPZ RESULT_NPZ`): join the cluster, do
+    `work(process_id, data_path, result_path)`, leave."""
     port, process_id, data_path, result_path = argv
     initialize(port, int(process_id))
     try:
-        run(int(process_id), data_path, result_path)
+        work(int(process_id), data_path, result_path)
     finally:
         jax.distributed.shutdown()
     print(f"process {process_id}: done")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    serve(run, sys.argv[1:])

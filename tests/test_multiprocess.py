@@ -63,7 +63,9 @@ def reference(
 
 def run_workers(tmp_path: Path, data_path: Path, worker: Path = WORKER) -> list[tuple[int, str]]:
     """Start the processes (`worker PORT PROCESS_ID DATA_NPZ RESULT_NPZ`, each with its own
-    tmp_path/result{i}.npz) and return (exit code, output) of each.
+    tmp_path/result{i}.npz) and return (exit code, output) of each, once every one exited 0:
+    the test is skipped where this jaxlib has no gloo collectives, and fails, showing every
+    process's output, where one failed or timed out.
 
     Waits until all have exited, one has failed (the others could only wait for it), or the
     deadline has passed; whatever still runs then is killed.
@@ -94,13 +96,24 @@ def run_workers(tmp_path: Path, data_path: Path, worker: Path = WORKER) -> list[
                 process.kill()
                 killed.add(i)
             process.wait()
-    return [
+    outcomes = [
         (
             process.returncode,
             ("[killed by the test]\n" if i in killed else "") + log.read_text(errors="replace"),
         )
         for i, (process, log) in enumerate(zip(processes, logs, strict=True))
     ]
+    report = "\n".join(
+        f"--- process {i}: exit code {code} ---\n{output}"
+        for i, (code, output) in enumerate(outcomes)
+    )
+    if any(code == GLOO_UNAVAILABLE for code, _ in outcomes):
+        pytest.skip(f"gloo CPU collectives are unavailable in this jaxlib:\n{report}")
+    if any(code != 0 for code, _ in outcomes):
+        pytest.fail(
+            f"a worker failed or timed out ({DEADLINE_SECONDS} s):\n{report}", pytrace=False
+        )
+    return outcomes
 
 
 def test_jitted_step_on_a_mesh_spanning_two_processes(tmp_path: Path) -> None:
@@ -115,17 +128,6 @@ def test_jitted_step_on_a_mesh_spanning_two_processes(tmp_path: Path) -> None:
     np.savez(data_path, **data)
 
     outcomes = run_workers(tmp_path, data_path)
-
-    report = "\n".join(
-        f"--- process {i}: exit code {code} ---\n{output}"
-        for i, (code, output) in enumerate(outcomes)
-    )
-    if any(code == GLOO_UNAVAILABLE for code, _ in outcomes):
-        pytest.skip(f"gloo CPU collectives are unavailable in this jaxlib:\n{report}")
-    if any(code != 0 for code, _ in outcomes):
-        pytest.fail(
-            f"a worker failed or timed out ({DEADLINE_SECONDS} s):\n{report}", pytrace=False
-        )
 
     for _, output in outcomes:  # Printing never fetches an array that spans processes.
         printed = next(line for line in output.splitlines() if line.startswith("printed: "))
