@@ -38,13 +38,14 @@ import tarfile
 import tempfile
 import tomllib
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import dev  # dev.py, beside this file: the virtual environments are made as for its corners.
 
 ROOT = Path(__file__).resolve().parent
+Entry = TypeVar("Entry")
 LISTS = ROOT / "downstream"  # Committed: pins, differences, deselections.
 CACHE = ROOT / ".downstream"  # Git-ignored.
 REFERENCE = "jax_dataclasses==1.6.3"
@@ -149,42 +150,44 @@ def log(message: str) -> None:
 # -- the lists -------------------------------------------------------------------------------
 
 
+def read_entries(
+    root: Path, file: str, table: str, kind: Callable[..., Entry]
+) -> tuple[list[Entry], list[str]]:
+    """The entries of the `[[table]]` array of downstream/`file` as `kind` records, and one
+    problem for each entry whose keys do not fit `kind`."""
+    with (root / "downstream" / file).open("rb") as f:
+        raw: list[dict[str, object]] = tomllib.load(f).get(table, [])
+    entries: list[Entry] = []
+    problems: list[str] = []
+    for entry in raw:
+        try:
+            entries.append(kind(**entry))
+        except TypeError:
+            fields = getattr(kind, "_fields", ())
+            problems.append(f"{file}: {entry} does not fit the keys {fields}")
+    return entries, problems
+
+
 def load_lists(root: Path = ROOT) -> tuple[list[Difference], list[Deselection], list[str]]:
     """Read downstream/differences.toml and deselected.toml; also return what is wrong in them
     (an unknown project, a missing key, a docs section that does not exist)."""
     projects = {project.name for project in PROJECTS}
-    problems: list[str] = []
-    with (root / "downstream" / "differences.toml").open("rb") as f:
-        raw_differences = tomllib.load(f).get("difference", [])
-    with (root / "downstream" / "deselected.toml").open("rb") as f:
-        raw_deselections = tomllib.load(f).get("deselect", [])
-
-    differences: list[Difference] = []
-    for entry in raw_differences:
-        try:
-            difference = Difference(**entry)
-        except TypeError:
-            problems.append(f"differences.toml: {entry} needs exactly {Difference._fields}")
-            continue
+    differences, problems = read_entries(root, "differences.toml", "difference", Difference)
+    for difference in differences:
         page = difference.docs.partition("#")[0]  # Its section: checked by the test suite.
         if difference.project not in projects:
             problems.append(f"differences.toml: unknown project {difference.project!r}")
         elif not (root / page).is_file():
             problems.append(f"differences.toml: {difference.test}: no page {page}")
-        differences.append(difference)
-
-    deselections: list[Deselection] = []
-    for entry in raw_deselections:
-        try:
-            deselection = Deselection(**entry)
-        except TypeError:
-            problems.append(f"deselected.toml: {entry} has a key other than {Deselection._fields}")
-            continue
+    deselections, more = read_entries(root, "deselected.toml", "deselect", Deselection)
+    problems += more
+    for deselection in deselections:
         if deselection.project not in projects:
             problems.append(f"deselected.toml: unknown project {deselection.project!r}")
         if bool(deselection.ignore) == bool(deselection.keyword) or not deselection.reason:
-            problems.append(f"deselected.toml: {entry} needs a reason and `ignore` or `keyword`")
-        deselections.append(deselection)
+            problems.append(
+                f"deselected.toml: {deselection} needs a reason and `ignore` or `keyword`"
+            )
     return differences, deselections, problems
 
 
@@ -200,20 +203,11 @@ class Allowed(NamedTuple):
 
 def load_allowed(root: Path = ROOT) -> tuple[list[Allowed], list[str]]:
     """downstream/typecheck.toml's entries, and what is wrong in them."""
-    with (root / "downstream" / "typecheck.toml").open("rb") as f:
-        raw = tomllib.load(f).get("allowed", [])
-    allowed: list[Allowed] = []
-    problems: list[str] = []
+    allowed, problems = read_entries(root, "typecheck.toml", "allowed", Allowed)
     projects = {project.name for project in PROJECTS}
-    for entry in raw:
-        try:
-            item = Allowed(**entry)
-        except TypeError:
-            problems.append(f"typecheck.toml: {entry} needs exactly {Allowed._fields}")
-            continue
+    for item in allowed:
         if item.project not in projects or item.checker not in ("mypy", "pyright"):
-            problems.append(f"typecheck.toml: {entry}: unknown project or checker")
-        allowed.append(item)
+            problems.append(f"typecheck.toml: {item}: unknown project or checker")
     return allowed, problems
 
 

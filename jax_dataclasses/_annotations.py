@@ -133,7 +133,7 @@ class StaticAnnotationError(TypeError):
     """
 
 
-def _unalias(obj: object) -> object:
+def unalias(obj: object) -> object:
     """What a type alias names (`S` or `S[int]` for `type S[T] = Static[T]`), else `obj`;
     _UNEVALUATED_ALIAS if its value cannot be evaluated yet."""
     while True:
@@ -150,7 +150,7 @@ def _unalias(obj: object) -> object:
 def _is_static_object(obj: object) -> bool:
     """True for `Static` itself, `Static[X]`, `jdc.Static` aliases, `Annotated[X, marker]`, type
     aliases of these, and `Annotated[<one of these>, ...]`."""
-    obj = _unalias(obj)
+    obj = unalias(obj)
     metadata = getattr(obj, "__metadata__", None)
     if not isinstance(metadata, tuple):
         return False
@@ -182,7 +182,8 @@ def _lookup(node: ast.expr, namespaces: Namespaces) -> object:
     return _UNDECIDED
 
 
-def _spelled(node: ast.expr, name: str) -> bool:
+def spelled(node: ast.expr, name: str) -> bool:
+    """Whether `node` is the name `name`, bare or as an attribute (`Static`, `jdc.Static`)."""
     return (isinstance(node, ast.Name) and node.id == name) or (
         isinstance(node, ast.Attribute) and node.attr == name
     )
@@ -206,14 +207,14 @@ def _type_parts(tree: ast.AST, namespaces: Namespaces) -> Iterator[ast.AST]:
             continue
         if isinstance(node, ast.Subscript):
             head = _lookup(node.value, namespaces)
-            if head in _LITERAL_ORIGINS or _spelled(node.value, "Literal"):
+            if head in _LITERAL_ORIGINS or spelled(node.value, "Literal"):
                 yield node.value
                 continue
             if (
                 head in _ANNOTATED_ORIGINS
                 or getattr(head, TYPE_THEN_METADATA, False)
-                or _spelled(node.value, "Annotated")
-                or (head is _UNDECIDED and _spelled(node.value, "Sharded"))
+                or spelled(node.value, "Annotated")
+                or (head is _UNDECIDED and spelled(node.value, "Sharded"))
             ):
                 items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
                 stack.extend((node.value, items[0]))
@@ -246,7 +247,7 @@ def _scan_object(annotation: object, namespaces: Namespaces) -> tuple[bool, bool
             return False, False
     if _is_static_object(annotation):
         return True, False
-    value = _unalias(annotation)
+    value = unalias(annotation)
     if value is not annotation and value is not _UNEVALUATED_ALIAS:
         return _scan_object(value, namespaces)
     origin = typing.get_origin(annotation)
@@ -272,7 +273,7 @@ def _decide_source(expr: ast.expr, namespaces: Namespaces) -> object:
     head = expr.value if isinstance(expr, ast.Subscript) else expr
     if not isinstance(head, ast.Name | ast.Attribute):
         return False  # `int | None`, literals, calls: never Static at the top.
-    obj = _unalias(_lookup(head, namespaces))
+    obj = unalias(_lookup(head, namespaces))
     if obj is _UNDECIDED or obj is _UNEVALUATED_ALIAS:
         return obj
     if _is_static_object(obj):
@@ -417,7 +418,7 @@ def static_decision(
             mentions = _spells_static(expr)
     else:
         decision = _is_static_object(annotation) or (
-            _UNEVALUATED_ALIAS if _unalias(annotation) is _UNEVALUATED_ALIAS else False
+            _UNEVALUATED_ALIAS if unalias(annotation) is _UNEVALUATED_ALIAS else False
         )
         mentions, unresolved = _scan_object(annotation, namespaces)
     if decision is True:
@@ -498,7 +499,7 @@ SETTLE_LOCK = threading.RLock()
 
 
 def _spells_static(tree: ast.AST) -> bool:
-    return any(_spelled(node, "Static") for node in ast.walk(tree) if isinstance(node, ast.expr))
+    return any(spelled(node, "Static") for node in ast.walk(tree) if isinstance(node, ast.expr))
 
 
 def _show(annotation: object) -> str:
@@ -554,7 +555,7 @@ def static_marks(
             if owner not in scopes:
                 scopes[owner] = (
                     *defining_scope(owner.__qualname__, owner.__module__),
-                    _class_namespace(owner),
+                    class_namespace(owner),
                 )
             decision = static_decision(f.type, where, *scopes[owner])
         except StaticAnnotationError:
@@ -572,7 +573,7 @@ def static_marks(
     return marks, tuple(pending)
 
 
-def _class_namespace(cls: type) -> Mapping[str, Any]:
+def class_namespace(cls: type) -> Mapping[str, Any]:
     """The names a class body's annotations see besides the enclosing scopes: its own
     attributes and its type parameters (`class Box[T]`)."""
     params: tuple[Any, ...] = getattr(cls, "__type_params__", ())

@@ -2,8 +2,9 @@
 
 Arrays print as their dtype and shape (`f32[1000,1000]`, `key<fry>[2]`), never their values,
 so printing a model copies nothing to the host; the mesh axes an array is sharded along follow
-its dimensions, as `jax.typeof(x).str_short()` writes them (`f32[8@data,4]`); an array of at most `SMALL_ARRAY` elements
-also shows its values (`f32[](0.5)`), so a scalar state still reads as numbers. Nodes (our
+its dimensions, as `jax.typeof(x).str_short()` writes them (`f32[8@data,4]`); an array of at
+most `SMALL_ARRAY` elements also shows its values (`f32[](0.5)`), so a scalar state still reads
+as numbers. Nodes (our
 classes and other dataclasses, lists, tuples, named tuples, dicts) go on one line when it
 fits the width, else one child per line, indented. A node met again inside itself prints as
 `...`.
@@ -94,7 +95,8 @@ def array_summary(array: Any) -> str:
 def _sharded_axes(array: Any) -> tuple[Any, ...]:
     """The entries of the `PartitionSpec` an array is placed by (a traced one: of its type,
     which has one under explicit mesh axes); () for any other sharding, or none."""
-    owner: object = getattr(cast(object, array), "aval", None) if _traced(array) else array
+    traced = isinstance(array, core.Tracer)
+    owner: object = getattr(cast(object, array), "aval", None) if traced else array
     sharding = getattr(owner, "sharding", None)
     return tuple(sharding.spec) if isinstance(sharding, NamedSharding) else ()
 
@@ -201,10 +203,6 @@ class _Printer:
         if array.size <= SMALL_ARRAY:  # `str` of NumPy scalars: float32 0.1 is "0.1".
             return f"{summary}({', '.join(map(str, np.asarray(array).ravel()))})"
         return summary
-
-
-def _traced(value: object) -> bool:
-    return isinstance(value, core.Tracer)
 
 
 def _has_values(dtype: object) -> bool:

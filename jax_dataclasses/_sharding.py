@@ -33,7 +33,13 @@ from jax import core
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec
 from jax.tree_util import GetAttrKey
 
-from jax_dataclasses._annotations import class_annotations, defining_scope
+from jax_dataclasses._annotations import (
+    class_annotations,
+    class_namespace,
+    defining_scope,
+    spelled,
+    unalias,
+)
 from jax_dataclasses._codegen import module_globals
 from jax_dataclasses._printing import array_summary
 from jax_dataclasses._registry import layout_of
@@ -230,7 +236,7 @@ def _read_axes(annotation: object, owner: type, where: str) -> tuple[AxisEntry, 
         source = annotation
         globalns = module_globals(owner.__module__)
         _, localns = defining_scope(owner.__qualname__, owner.__module__, globalns)
-        scope = ChainMap(dict(extra), _class_names(owner), dict(localns or {}))
+        scope = ChainMap(dict(extra), dict(class_namespace(owner)), dict(localns or {}))
         try:
             annotation = eval(source, globalns, scope)  # As `typing.get_type_hints` does.
         except Exception:  # A name not defined (yet): read the spelling.
@@ -259,15 +265,9 @@ def _read_axes(annotation: object, owner: type, where: str) -> tuple[AxisEntry, 
     return top[0].names if top else None
 
 
-def _class_names(cls: type) -> dict[str, Any]:
-    """What a class body's annotations see besides the enclosing scopes."""
-    params: tuple[Any, ...] = getattr(cls, "__type_params__", ())
-    return {**{p.__name__: p for p in params}, **vars(cls)}
-
-
 def _outermost_axes(annotation: object) -> list[_Axes]:
     """The `_Axes` in the metadata of `annotation` (through type aliases), outermost level."""
-    annotation = _unalias(annotation)
+    annotation = unalias(annotation)
     metadata: tuple[object, ...] = getattr(annotation, "__metadata__", ())
     found = [m for m in metadata if isinstance(m, _Axes)]
     origin: object = getattr(annotation, "__origin__", None)
@@ -278,20 +278,10 @@ def _outermost_axes(annotation: object) -> list[_Axes]:
 
 def _nested_axes(annotation: object) -> Iterator[_Axes]:
     """Every `_Axes` anywhere in `annotation`, the outermost included."""
-    annotation = _unalias(annotation)
+    annotation = unalias(annotation)
     yield from _outermost_axes(annotation)
     for arg in typing.get_args(annotation):
         yield from _nested_axes(arg)
-
-
-def _unalias(obj: object) -> object:
-    """The value of a type alias (`type W = Sharded[...]`), else `obj`."""
-    while hasattr(obj, "__value__") and not isinstance(obj, type):
-        try:
-            obj = cast(object, getattr(obj, "__value__"))  # noqa: B009  # an untyped attribute
-        except NameError:
-            return obj
-    return obj
 
 
 def _axes_from_source(source: str, where: str) -> tuple[AxisEntry, ...] | None:
@@ -301,7 +291,7 @@ def _axes_from_source(source: str, where: str) -> tuple[AxisEntry, ...] | None:
         expr = ast.parse(source, mode="eval").body
     except SyntaxError:
         return None
-    if isinstance(expr, ast.Subscript) and _spelled(expr.value, "Sharded"):
+    if isinstance(expr, ast.Subscript) and spelled(expr.value, "Sharded"):
         items = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
         try:
             axes = tuple(ast.literal_eval(item) for item in items[1:])
@@ -309,7 +299,7 @@ def _axes_from_source(source: str, where: str) -> tuple[AxisEntry, ...] | None:
             axes = None
         if axes is not None and all(map(_is_entry, axes)):
             return axes
-    if any(_spelled(node, "Sharded") for node in ast.walk(expr) if isinstance(node, ast.expr)):
+    if any(spelled(node, "Sharded") for node in ast.walk(expr) if isinstance(node, ast.expr)):
         raise ShardingDeclarationError(
             f"cannot read the sharding declared by the annotation {source!r} of {where}: a name "
             "in it is not defined where the class is defined, and it is not of the form "
@@ -317,12 +307,6 @@ def _axes_from_source(source: str, where: str) -> tuple[AxisEntry, ...] | None:
             "module level, or write the axes as string literals."
         )
     return None
-
-
-def _spelled(node: ast.expr, name: str) -> bool:
-    return (isinstance(node, ast.Name) and node.id == name) or (
-        isinstance(node, ast.Attribute) and node.attr == name
-    )
 
 
 # -- rules: logical names to mesh axes, as flax's `logical_to_mesh_axes` ---------------------

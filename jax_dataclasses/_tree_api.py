@@ -72,7 +72,7 @@ def keyed_level(tree: object) -> tuple[list[tuple[KeyPath, Any]], Treedef]:
 
 def keyed_children(tree: object) -> list[tuple[KeyPath, Any]]:
     """The direct children of a node, each with its key path (one key)."""
-    return tree_flatten_with_path(tree, lambda child: child is not tree)[0]
+    return keyed_level(tree)[0]
 
 
 type_of: Callable[[object], type[object]] = type

@@ -258,3 +258,16 @@ def test_downstream_type_checks_fail_on_an_error_only_ours_produces() -> None:
     assert DOWNSTREAM.only_ours(project, ours, reference, []) == ([], [])  # Fewer: fine.
     entries, problems = DOWNSTREAM.load_allowed()
     assert problems == [] and all(entry.reason for entry in entries)
+
+
+def test_downstream_lists_report_each_entry_that_does_not_fit(tmp_path: Path) -> None:
+    (tmp_path / "downstream").mkdir()
+    (tmp_path / "downstream" / "typecheck.toml").write_text(
+        '[[allowed]]\nproject = "nowhere"\nchecker = "mypy"\nfile = "a.py"\ncode = "misc"\n'
+        'reason = "r"\n\n[[allowed]]\nproject = "x"\n'
+    )
+    entries, problems = DOWNSTREAM.load_allowed(tmp_path)
+    assert len(entries) == 1 and len(problems) == 2
+    unfit, unknown = problems
+    assert unfit.startswith("typecheck.toml: {'project': 'x'} does not fit the keys")
+    assert "project='nowhere'" in unknown and "unknown project or checker" in unknown
