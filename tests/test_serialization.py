@@ -426,6 +426,8 @@ import sys
 import jax_dataclasses as jdc
 lazy = {"jax_dataclasses._sharding", "jax_dataclasses._export"}
 assert not lazy & set(sys.modules)
+assert {"Sharded", "partition_specs", "register_export"} <= set(dir(jdc))  # Tab completion.
+assert not lazy & set(sys.modules)  # Listed, not imported.
 from jax_dataclasses import partition_specs
 assert jdc.Sharded.__module__ == "jax_dataclasses._sharding" and callable(jdc.register_export)
 assert lazy <= set(sys.modules) and partition_specs is jdc.partition_specs
