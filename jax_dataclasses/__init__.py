@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 # 1.6's __init__ bound these private modules as attributes, and code built on them uses them so
 # (`_dataclasses` is imported when first used: defining its dataclass costs 0.5 ms at import).
-# Sharding and export are imported when first used too (0.9 and 0.3 ms at import).
+# The sharding functions and export are imported when first used too (0.9 and 0.3 ms at import).
 from jax_dataclasses import _copy_and_mutate as _copy_and_mutate
-from jax_dataclasses._annotations import Static, StaticAnnotationError
 from jax_dataclasses._construct import DerivedFieldWarning
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._enforced_annotations import AnnotationMismatchError, EnforcedAnnotationsMixin
+from jax_dataclasses._forms import ShardingDeclarationError, Static, StaticAnnotationError
 from jax_dataclasses._jit import jit
 from jax_dataclasses._printing import pformat, pprint
 from jax_dataclasses._serialization import from_v1_6_layout, v1_6_layout
@@ -28,15 +28,14 @@ if TYPE_CHECKING:
     from jax_dataclasses import _dataclasses as _dataclasses
     from jax_dataclasses._export import register_export
     from jax_dataclasses._sharding import (
-        ShardingDeclarationError,
         check_shardings,
         partition_specs,
         sharded_shapes,
         shardings,
     )
 else:
-    from jax_dataclasses._annotations import static_field
-    from jax_dataclasses._dataclass import pytree_dataclass
+    from jax_dataclasses._builder import pytree_dataclass
+    from jax_dataclasses._forms import Sharded, static_field
 
 _install_flax_hooks()
 
@@ -44,8 +43,6 @@ _install_flax_hooks()
 if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown names.
     _SHARDING = frozenset(
         [
-            "Sharded",
-            "ShardingDeclarationError",
             "check_shardings",
             "partition_specs",
             "sharded_shapes",

@@ -1,6 +1,6 @@
-"""Construction: the generated `__init__`, the wrapper around a class's own `__init__`, and
-the subclasses of pytree dataclasses (docs/design.md §6), which become constructible pytrees
-or are refused when constructed.
+"""Construction: the generated `__init__`, the wrapper around a class's own `__init__`, the
+permission to assign fields while one runs, and the refusal of subclasses that cannot be
+pytrees (docs/design.md §5-6).
 
 The generated `__init__` has the signature `dataclasses` would give (the same parameters,
 order, defaults, `kw_only` handling, `InitVar`s and `__post_init__` call). It sets each field
@@ -10,10 +10,10 @@ A class's own `__init__`, and `__post_init__`, run with permission to assign fie
 the frozen `__setattr__`); once they return, every field must be set and every static value
 is checked.
 
-An undecorated subclass is a pytree with its base's fields when it adds none: the
-`__init_subclass__` every decorated class gets (`subclass_hook`) adopts it. One that adds
-fields (itself, or through an undecorated class between it and its pytree base) is refused
-when it is constructed, with a message that names them and says to decorate it.
+An undecorated subclass is a pytree with its base's fields when it adds none (the builder
+adopts it). One that adds fields (itself, or through an undecorated class between it and its
+pytree base) is refused when it is constructed, with a message that names them and says to
+decorate it (`undecorated_init`).
 """
 
 from __future__ import annotations
@@ -26,15 +26,10 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Any, NoReturn
 
-from jax_dataclasses._annotations import (
-    SETTLE_LOCK,
-    Mark,
-    PendingStatic,
-    class_annotations,
-    pseudo_field_kind,
-)
-from jax_dataclasses._codegen import AnnotationsOf, FunctionSource, make_functions, take_code
-from jax_dataclasses._registry import LAYOUT_ATTR, install, layout_of, register, tree_sources
+from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
+from jax_dataclasses._declarations import is_initvar
+from jax_dataclasses._record import LAYOUT_ATTR, layout_of
+from jax_dataclasses._scope import class_annotations, is_classvar
 from jax_dataclasses._static_values import OK_TYPES, check_static_value, warn_once
 
 # -- permission to assign while constructing ------------------------------------------------
@@ -78,10 +73,6 @@ class _FactorySentinel:
 
 
 _HAS_DEFAULT_FACTORY = _FactorySentinel()
-
-
-def is_initvar(f: dataclasses.Field[Any]) -> bool:
-    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)
 
 
 def _has_default(f: dataclasses.Field[Any]) -> bool:
@@ -393,11 +384,9 @@ def new_fields(sub: type) -> list[str]:
 
 def _annotated_names(cls: type) -> list[str]:
     """Annotated names a class body declares itself, other than `ClassVar`s."""
-    names: list[str] = []
-    for name, annotation in class_annotations(cls).items():
-        if pseudo_field_kind(annotation) != "ClassVar":
-            names.append(name)
-    return names
+    return [
+        name for name, annotation in class_annotations(cls).items() if not is_classvar(annotation)
+    ]
 
 
 def raise_unregistered(cls: type) -> NoReturn:
@@ -463,103 +452,8 @@ def undecorated_init(cls: type, own: Callable[..., None] | None) -> Callable[...
 
 def check_constructible(obj: object) -> None:
     """An inherited or own `__init__` is about to construct `obj`: its class must be a
-    registered pytree, with its pending annotations settled (`Layout.settle`)."""
-    cls = type(obj)
-    layout = layout_of(cls)
+    registered pytree, with its pending annotations decided (`Layout.settle`)."""
+    layout = layout_of(type(obj))
     if layout is None:
-        raise_unregistered(cls)
-    if layout.pending:
-        layout.settle()
-
-
-def subclass_hook(cls: type) -> classmethod[Any, Any, None]:
-    """`__init_subclass__` for `cls`: its own (or the inherited one), then `_adopt`.
-
-    Every decorated class has one, and each calls the next through `super()`, so a subclass
-    with several decorated classes above it (levels, or several bases) meets several: only
-    the one of its nearest decorated base (first in its MRO) adopts it, so adoption runs
-    once per class.
-    """
-    own = cls.__dict__.get("__init_subclass__")
-
-    def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
-        if own is not None:
-            own.__func__(sub, **kwargs)
-        else:
-            super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
-        if _nearest_decorated_base(sub) is cls:
-            _adopt(sub)
-
-    return classmethod(__init_subclass__)
-
-
-_HOOK_CODE = subclass_hook(object).__func__.__code__
-
-
-def _nearest_decorated_base(sub: type) -> type | None:
-    """The first base of `sub` in its MRO that `@pytree_dataclass` decorated: the one whose
-    own `__init_subclass__` a `subclass_hook` made (all of them share one code object)."""
-    for base in sub.__mro__[1:]:
-        function = getattr(base.__dict__.get("__init_subclass__"), "__func__", None)
-        if getattr(function, "__code__", None) is _HOOK_CODE:
-            return base
-    return None
-
-
-def _adopt(sub: type) -> None:
-    """Register an undecorated subclass with its pytree base's fields, so its instances are
-    pytrees too. (A decorator that runs later, on it or on the `slots=True` copy `dataclasses`
-    makes of it, registers it again with its own fields.)
-
-    One that adds fields is not registered, and gets an `__init__` that says to decorate it
-    (keeping its own for the decorator), since a decorator that runs later (ours, or
-    `dataclasses`', which keeps an `__init__` it finds) may not come."""
-    if layout_of(sub) is not None:
-        return
-    if new_fields(sub):
-        install(sub, {"__init__": undecorated_init(sub, sub.__dict__.get("__init__"))})
-        return
-    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
-    # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
-    # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
-    owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
-    if owner is not object and (owner is sub or layout_of(owner) is None):
-        wrapped = wrap_own_init(owner.__dict__["__init__"])
-        setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
-        install(sub, {"__init__": wrapped})
-    pending = tuple(p for p in parent.pending if not p.settled)
-    settle = settler(sub, parent.children, parent.statics, parent.marks, pending, None)
-    register(sub, parent.children, parent.statics, parent.marks, None, pending, settle)
-
-
-def settler(
-    cls: type,
-    children: tuple[str, ...],
-    statics: tuple[str, ...],
-    marks: tuple[Mark, ...],
-    pending: tuple[PendingStatic, ...],
-    init: Callable[..., None] | None,
-) -> Callable[[], None] | None:
-    """`Layout.settle` for a class with `pending` fields: settle them (raising if one is
-    Static after all), then give the generated functions (`init` too, our generated
-    `__init__`, if `cls` has one) the code without that step: the same layout then costs what
-    it costs any class."""
-    if not pending:
-        return None
-
-    def settle() -> None:
-        with SETTLE_LOCK:
-            for item in pending:
-                item.settle()
-            layout = layout_of(cls)
-            if layout is None or layout.settle is not settle:  # Settled by another thread.
-                return
-            sources = tree_sources(cls, children, statics)
-            if init is not None:
-                sources.append(init_source(cls, statics))
-            functions = make_functions(cls, sources)
-            if init is not None:
-                take_code(init, functions["__init__"])
-            register(cls, children, statics, marks, functions)
-
-    return settle
+        raise_unregistered(type(obj))
+    layout.settle()

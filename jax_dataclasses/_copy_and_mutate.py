@@ -20,7 +20,7 @@ from jax.tree_util import DictKey, SequenceKey
 from jax_dataclasses._frozen import Mutability as _Mutability
 from jax_dataclasses._frozen import assign_field, mutable
 from jax_dataclasses._frozen import mark_mutable as _mark_mutable
-from jax_dataclasses._registry import Flatten, Layout, Unflatten, layout_of
+from jax_dataclasses._record import Flatten, Layout, Unflatten, layout_of
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,

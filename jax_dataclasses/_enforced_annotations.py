@@ -5,15 +5,15 @@ in `__post_init__`, that is when a user constructs an instance, never when JAX r
 unflattening (inside `vmap`, `jacfwd`, `jit`), where leaves may be batched or abstract. So
 `get_batch_axes()` recomputes the batch axes from the fields instead of storing them.
 
-Annotations are read at the first construction of each class (so names defined after the class
-resolve), one field at a time, and only `Annotated[...]` ones matter: like 1.x, a field whose
-annotation cannot be resolved (a name imported under `TYPE_CHECKING`, a class local to a
-function) is simply not checked.
+The shape and dtype come from each child field's declaration (`_declarations`: the metadata of
+its `Annotated[...]` annotation, read once with the class's other declarations; a name defined
+after the class is read at its first use), turned into checks at the first construction of
+each class. Like 1.x, a field whose type cannot be resolved (a name imported under
+`TYPE_CHECKING`) is still checked by its metadata, and a field without metadata is not.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import typing
 from typing import Any, NamedTuple
@@ -21,9 +21,15 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jax_dataclasses._annotations import class_annotations
-from jax_dataclasses._codegen import module_globals
-from jax_dataclasses._registry import layout_of
+from jax_dataclasses._declarations import (
+    Declaration,
+    Unreadable,
+    declare,
+    declaring_class,
+    from_reading,
+)
+from jax_dataclasses._record import Layout, layout_of
+from jax_dataclasses._scope import class_scope
 from jax_dataclasses._static_values import warn_at_user
 from jax_dataclasses._validate import PYTHON_SCALARS
 
@@ -107,6 +113,12 @@ def _field_spec(cls: type, name: str, metadata: tuple[object, ...]) -> _FieldSpe
     shapes: list[tuple[object, ...]] = []
     dtypes: list[object] = []
     for item in metadata:
+        if isinstance(item, Unreadable):
+            raise TypeError(
+                f"field {name!r} of {cls.__qualname__}: cannot resolve {item.source} in its "
+                f"annotation ({item.error}). EnforcedAnnotationsMixin reads the shape and dtype "
+                "from it: define the names it uses before the first instance is constructed."
+            )
         if isinstance(item, tuple):
             shapes.append(typing.cast(tuple[object, ...], item))
             continue
@@ -125,64 +137,21 @@ def _field_spec(cls: type, name: str, metadata: tuple[object, ...]) -> _FieldSpe
     return _FieldSpec(name, prefix, suffix, dtypes[0] if dtypes else None, text)
 
 
-def _field_metadata(cls: type, name: str) -> tuple[object, ...]:
-    """The `Annotated[...]` metadata of field `name` of `cls`; () if there is none to read.
-
-    A string annotation is evaluated as `typing.get_type_hints` does (names from the declaring
-    class's module first, then from its namespace), but alone: other fields cannot break it.
-    """
-    base = next(b for b in cls.__mro__ if name in class_annotations(b))
-    annotation: object = class_annotations(base)[name]
-    extra: dict[str, Any] = {}
-    if isinstance(annotation, typing.ForwardRef):  # Python 3.14: a name not defined yet.
-        extra = getattr(annotation, "__extra_names__", None) or {}
-        annotation = annotation.__forward_arg__
-    if isinstance(annotation, str):
-        source = annotation
-        localns = module_globals(base.__module__)
-        globalns = {**vars(base), **extra}
-        try:
-            annotation = eval(source, globalns, localns)
-        except Exception:  # Any name or expression may fail; 1.x skipped them all.
-            return _unresolved_metadata(cls, name, source, globalns, localns)
-    if typing.get_origin(annotation) is not typing.Annotated:
-        return ()
-    return typing.cast(tuple[object, ...], getattr(annotation, "__metadata__"))  # noqa: B009
-
-
-def _unresolved_metadata(
-    cls: type,
-    name: str,
-    source: str,
-    globalns: dict[str, Any],
-    localns: dict[str, Any],
-) -> tuple[object, ...]:
-    """Metadata of an annotation that failed to evaluate: if it is spelled `Annotated[T, ...]`,
-    evaluate the metadata alone (`T` may be a `TYPE_CHECKING` name), else there is none."""
-    try:
-        expr = ast.parse(source, mode="eval").body
-    except SyntaxError:
-        return ()
-    if not isinstance(expr, ast.Subscript) or not _spells_annotated(expr.value):
-        return ()
-    items = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
-    try:
-        return tuple(
-            eval(compile(ast.Expression(item), "<annotation>", "eval"), globalns, localns)
-            for item in items[1:]
-        )
-    except Exception as item_error:
-        raise TypeError(
-            f"field {name!r} of {cls.__qualname__}: cannot resolve its annotation {source} "
-            f"({item_error}). EnforcedAnnotationsMixin reads the shape and dtype from it when the "
-            "first instance is constructed: use names defined at module level there."
-        ) from item_error
-
-
-def _spells_annotated(head: ast.expr) -> bool:
-    return (isinstance(head, ast.Name) and head.id == "Annotated") or (
-        isinstance(head, ast.Attribute) and head.attr == "Annotated"
-    )
+def _declarations(cls: type) -> tuple[Declaration, ...]:
+    """The declarations of `cls`'s fields: its record's, or (a plain dataclass using the
+    mixin, as 1.x allowed) read now by the one reader."""
+    layout = layout_of(cls)
+    if layout is not None:
+        layout.settle()
+        return typing.cast(Layout, layout_of(cls)).declarations  # Settled: the new record.
+    found: list[Declaration] = []
+    for f in dataclasses.fields(cls):
+        owner = declaring_class(cls, f)
+        declared, pending = declare(f.name, owner, f.type, f.metadata, class_scope(owner))
+        if pending is not None:
+            declared = from_reading(f.name, owner.__qualname__, pending.decide(), pending.mark)
+        found.append(declared)
+    return tuple(found)
 
 
 def _class_spec(cls: type) -> _ClassSpec:
@@ -190,11 +159,9 @@ def _class_spec(cls: type) -> _ClassSpec:
     spec = _SPECS.get(cls)
     if spec is not None:
         return spec
-    layout = layout_of(cls)
-    statics = () if layout is None else layout.statics
-    children = tuple(f.name for f in dataclasses.fields(cls) if f.name not in statics)
-    annotated = (_field_spec(cls, name, _field_metadata(cls, name)) for name in children)
-    spec = _ClassSpec(tuple(s for s in annotated if s is not None), children)
+    children = tuple(d for d in _declarations(cls) if d.static is None)
+    annotated = (_field_spec(cls, d.name, d.metadata) for d in children)
+    spec = _ClassSpec(tuple(s for s in annotated if s is not None), tuple(d.name for d in children))
     _SPECS[cls] = spec  # Two threads may both parse; either result is the same.
     return spec
 

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import inspect
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
-from jax_dataclasses._annotations import pseudo_field_kind
 from jax_dataclasses._construct import is_constructing, raise_unregistered
-from jax_dataclasses._registry import layout_of
+from jax_dataclasses._declarations import is_initvar
+from jax_dataclasses._record import layout_of
 from jax_dataclasses._tree_api import flatten_one_level
 from jax_dataclasses._validate import check_field
 
@@ -66,7 +67,7 @@ def _is_initvar_of(cls: type, name: str) -> bool:
     (a base's, when `cls` re-declares the base's field `name` as one), as on a frozen
     dataclass; it is not part of the pytree."""
     declared: dataclasses.Field[Any] | None = getattr(cls, "__dataclass_fields__", {}).get(name)
-    return declared is not None and pseudo_field_kind(declared.type) == "InitVar"
+    return declared is not None and is_initvar(declared)
 
 
 def assign_field(
@@ -132,6 +133,63 @@ def mutable(objects: Mapping[int, Assign]) -> Generator[None, None, None]:
         yield
     finally:
         _MUTABLE.set(tuple(layer for layer in _MUTABLE.get() if layer is not objects))
+
+
+# -- hashing and pickling frozen instances ---------------------------------------------
+
+
+def hash_naming_the_field(generated: Callable[[object], int]) -> Callable[[object], int]:
+    """The hash `dataclasses` generated, whose error for an unhashable field (an array) says
+    which field, and why something hashed the instance."""
+
+    @functools.wraps(generated)
+    def __hash__(self: object) -> int:
+        try:
+            return generated(self)
+        except TypeError:
+            raise TypeError(_unhashable_message(self)) from None
+
+    return __hash__
+
+
+def _unhashable_message(obj: object) -> str:
+    cls = type(obj)
+    field = next(
+        (
+            f.name
+            for f in dataclasses.fields(obj)  # type: ignore[arg-type]
+            if (f.hash or (f.hash is None and f.compare)) and not _hashable(getattr(obj, f.name))
+        ),
+        "?",
+    )
+    value = type(getattr(obj, field, None)).__name__
+    return (
+        f"cannot hash {cls.__qualname__}: field {field!r} holds a value of type {value}, which "
+        "is unhashable "
+        "(a pytree dataclass hashes its fields, as a frozen dataclass does). Given to jax.jit "
+        "as the function to compile (jax.jit(model)), an instance is hashed: compile its "
+        "method instead, jax.jit(type(model).__call__)(model, ...), or decorate the method "
+        "with @jdc.jit. As a static value, hold hashable values in it."
+    )
+
+
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def slots_getstate(self: object) -> list[object]:
+    """`__getstate__` of a `slots=True` class that `dataclasses` does not see as frozen: the
+    fields' values, set back by `slots_setstate` without our `__setattr__`."""
+    return [getattr(self, f.name) for f in dataclasses.fields(self)]  # type: ignore[arg-type]
+
+
+def slots_setstate(self: object, state: list[object]) -> None:
+    for f, value in zip(dataclasses.fields(self), state, strict=True):  # type: ignore[arg-type]
+        object.__setattr__(self, f.name, value)
 
 
 # -- jax_dataclasses 1.6's mutability marks ------------------------------------------------

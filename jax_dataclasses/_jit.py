@@ -8,6 +8,7 @@ work happens once, when the function is decorated.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from inspect import Parameter
 from types import MethodType
@@ -25,13 +26,9 @@ import jax
 from jax.stages import Lowered, Traced
 from typing_extensions import ParamSpec, Unpack
 
-from jax_dataclasses._annotations import (
-    PendingStatic,
-    StaticAnnotationError,
-    defining_scope,
-    signature_of,
-    static_decision,
-)
+from jax_dataclasses._declarations import Pending, read
+from jax_dataclasses._forms import StaticAnnotationError
+from jax_dataclasses._scope import defining_scope, signature_of
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -204,21 +201,34 @@ def _jit_callable(
     argnames += sorted(
         key for key in static if isinstance(key, str) and kinds.get(key) in (None, *_VARIADIC)
     )
-    if pending:
-        fn = _settling_first(fn, pending)
+    if pending and signature is not None:
+        fn = _deciding_first(fn, pending, signature)
     return _jax_jit(fn, static_argnums=tuple(argnums), static_argnames=tuple(argnames), **opts)
 
 
-def _settling_first(fn: Callable[..., Any], pending: list[PendingStatic]) -> Callable[..., Any]:
-    """`fn`, settling the parameters whose annotations named something not defined yet when
-    it is traced: before the first call returns, and before any compilation."""
+def _deciding_first(
+    fn: Callable[..., Any], pending: list[Pending], signature: inspect.Signature
+) -> Callable[..., Any]:
+    """`fn`, deciding the parameters whose annotations named something not defined yet when
+    it is first traced (before any compilation): one that is `Static` now is an error, since
+    `jax.jit` was told it is not. The wrapper carries `fn`'s signature as read here, so that
+    `jax.jit` does not evaluate the annotations again (Python 3.14 would fail on the name)."""
 
     @functools.wraps(fn)
     def traced(*args: Any, **kwargs: Any) -> Any:
-        for item in pending:
-            item.settle()
+        while pending:
+            item = pending[0]
+            if item.decide().static:
+                raise StaticAnnotationError(
+                    f"the annotation of {item.where} is Static, but what makes it Static was "
+                    "not defined yet when the function was jitted, so jax.jit was told it is "
+                    "not static. Define the alias (say, `MyStatic = jdc.Static[int]`) before "
+                    "the function, or write Static[...] in the annotation itself."
+                )
+            pending.remove(item)
         return fn(*args, **kwargs)
 
+    traced.__signature__ = signature  # type: ignore[attr-defined]
     return traced
 
 
@@ -259,24 +269,25 @@ def _annotated_statics(
     fn: Callable[..., Any],
     params: Mapping[str, Parameter],
     where: str,
-) -> tuple[set[str | int], list[PendingStatic]]:
+) -> tuple[set[str | int], list[Pending]]:
     """The parameters annotated `Static`, and those whose annotations name something not
     defined yet (decided when the function is first traced)."""
     inner = _innermost(fn)
     globalns: Mapping[str, Any] = getattr(inner, "__globals__", {})
     qualname = getattr(inner, "__qualname__", "")
-    globalns, localns = defining_scope(qualname, getattr(inner, "__module__", ""), globalns)
+    scope = defining_scope(qualname, getattr(inner, "__module__", ""), globalns)
     static: set[str | int] = set()
-    pending: list[PendingStatic] = []
+    pending: list[Pending] = []
     for name, param in params.items():
         if param.annotation is Parameter.empty:
             continue
         described = f"parameter {name!r} of {where}"
-        decision = static_decision(param.annotation, described, globalns, localns)
-        if decision is None:
-            read = functools.partial(_annotation_of, fn, name)
-            pending.append(PendingStatic(name, described, read, (globalns, localns, None)))
-        if decision:
+        reading = read(param.annotation, described, scope)
+        if reading.pending:
+            pending.append(
+                Pending(name, described, functools.partial(_annotation_of, fn, name), scope)
+            )
+        if reading.static:
             if param.kind in _VARIADIC:
                 star = "*" if param.kind is Parameter.VAR_POSITIONAL else "**"
                 raise StaticAnnotationError(

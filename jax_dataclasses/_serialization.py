@@ -14,12 +14,10 @@ from the target on restore. Restoring rebuilds the object through its pytree unf
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import sys
 import threading
-import typing
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
@@ -28,8 +26,7 @@ import numpy as np
 from jax import Array, tree_util
 from jax.tree_util import GetAttrKey
 
-from jax_dataclasses._annotations import LEGACY_STATIC_MARKER, Mark
-from jax_dataclasses._registry import Layout, layout_of, on_register
+from jax_dataclasses._record import Layout, layout_of, on_register
 from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
 
 if TYPE_CHECKING:
@@ -346,32 +343,15 @@ def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
     """The fields 1.6 saved, in field order: those `__init__` takes that 1.6 did not see as
-    static. It saw its own field marker (`static_field()`), and `Static[...]` where its reading
-    of the annotations found it: `typing.get_type_hints`, or, if that failed for any field,
-    `get_type_hints_partial` (module globals only). Neither sees a function's local names, so
-    a field annotated with a local alias under the future import was saved as a child."""
-    unsaved = {
-        name
-        for name, mark in zip(layout.statics, layout.marks, strict=True)
-        if mark is Mark.STATIC_FIELD
-    }
-    if Mark.ANNOTATION in layout.marks:
-        hints = _hints_as_1_6(layout.cls)
-        unsaved.update(
-            name
-            for name in layout.statics
-            if LEGACY_STATIC_MARKER in getattr(hints.get(name), "__metadata__", ())
-        )
-    return tuple(f.name for f in dataclasses.fields(layout.cls) if f.init and f.name not in unsaved)
-
-
-def _hints_as_1_6(cls: type) -> dict[str, Any]:
-    from jax_dataclasses._dataclasses import get_type_hints_partial  # Rarely needed: at first use.
-
-    try:
-        return typing.get_type_hints(cls, include_extras=True)
-    except Exception:  # Any annotation may fail to evaluate; 1.6 then read them partially.
-        return get_type_hints_partial(cls, include_extras=True)
+    static (`Declaration.legacy_static`: its own field marker, and `Static[...]` found
+    through a module-level name; its reading never saw a function's local names, so a field
+    annotated with a local alias under the future import was saved as a child)."""
+    layout.settle()
+    current = layout_of(layout.cls) or layout  # Settled: the new record.
+    fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
+    return tuple(
+        d.name for d in current.declarations if fields[d.name].init and not d.legacy_static
+    )
 
 
 def _map_children(tree: Any, function: Callable[[Any], Any]) -> Any:

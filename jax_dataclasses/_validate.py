@@ -22,7 +22,7 @@ from jax import dtypes
 from jax.tree_util import SequenceKey
 
 from jax_dataclasses._printing import array_summary
-from jax_dataclasses._registry import Layout, layout_of
+from jax_dataclasses._record import Layout, layout_of
 from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._tree_api import (
     KeyPath,

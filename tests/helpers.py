@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
+import sys
+import textwrap
+import types
 from typing import Any
 
 import jax
@@ -78,3 +82,27 @@ def child_environment(device_count: int) -> dict[str, str]:
     env["JAX_PLATFORMS"] = "cpu"
     env["JAX_NUM_CPU_DEVICES"] = str(device_count)  # It would override XLA_FLAGS if inherited.
     return env
+
+
+SPELLINGS = ["future import"] + (["lazy (3.14)"] if sys.version_info >= (3, 14) else [])
+"""How a module's annotations are read: strings (the future import, on every Python), and on
+Python 3.14 lazily (PEP 649). Earlier Pythons evaluate them at class definition, where a name
+defined later is a `NameError`, for the standard library too."""
+_COUNTER = itertools.count()
+
+
+def define(
+    source: str, spelling: str, decorator: str = "@jdc.pytree_dataclass"
+) -> types.ModuleType:
+    """Run `source` as a new module (registered in `sys.modules`, as an imported module is),
+    with `@DECORATE` replaced by `decorator`; with the future import if `spelling` says so,
+    else as the running Python reads annotations."""
+    text = textwrap.dedent(source).replace("@DECORATE", decorator)
+    if spelling == "future import":
+        text = "from __future__ import annotations\n" + text
+    module = types.ModuleType(f"defined_{next(_COUNTER)}")
+    sys.modules[module.__name__] = module
+    # `dont_inherit`: the calling test file's own future import must not reach the source
+    # (the lazy cases would then run with strings, never lazily).
+    exec(compile(text, f"<{module.__name__}>", "exec", dont_inherit=True), module.__dict__)
+    return module

@@ -254,13 +254,13 @@ def _counted_shape() -> tuple[int, ...]:
 def test_annotations_are_parsed_once_per_class() -> None:
     # The annotation is a string (this module has `from __future__ import annotations`): each
     # parse evaluates it, and so calls `_counted_shape`.
+    _SHAPE_EVALUATIONS.clear()
     with pytest.warns(DeprecationWarning):
 
         @jdc.pytree_dataclass
         class Fresh(jdc.EnforcedAnnotationsMixin):
             v: Annotated[jax.Array, _counted_shape()]
 
-    _SHAPE_EVALUATIONS.clear()
     for _ in range(3):
         Fresh(jnp.zeros(2)).get_batch_axes()
     assert len(_SHAPE_EVALUATIONS) == 1
@@ -327,7 +327,9 @@ def test_classes_local_to_a_function_may_refer_to_each_other() -> None:
         Parent(jnp.zeros((4, 3)), Child(jnp.zeros((5, 2))))
 
 
-def test_unresolvable_metadata_of_an_annotated_field_is_a_type_error() -> None:
+def test_metadata_resolves_where_the_class_is_defined() -> None:
+    """Read as every annotation is, in the scope that defines the class: a local name too
+    (1.x evaluated it in the module, where `size` is not defined)."""
     size = 3
     with pytest.warns(DeprecationWarning):
 
@@ -335,8 +337,20 @@ def test_unresolvable_metadata_of_an_annotated_field_is_a_type_error() -> None:
         class Local(jdc.EnforcedAnnotationsMixin):
             x: Annotated[jax.Array, (size,)]
 
-    with pytest.raises(TypeError, match=r"field 'x' of .*Local: .*name 'size' is not defined"):
-        Local(jnp.zeros(size))
+    assert Local(jnp.zeros((2, size))).get_batch_axes() == (2,)
+    with raises_mismatch("field 'x' of", "Local", "has shape (2,)"):
+        Local(jnp.zeros(2))
+
+
+def test_unresolvable_metadata_of_an_annotated_field_is_a_type_error() -> None:
+    with pytest.warns(DeprecationWarning):
+
+        @jdc.pytree_dataclass
+        class Unknown(jdc.EnforcedAnnotationsMixin):
+            x: Annotated[jax.Array, (undefined_size,)]  # noqa: F821  # type: ignore[name-defined]
+
+    with pytest.raises(TypeError, match=r"field 'x' of .*Unknown: .*name 'undefined_size' is not"):
+        Unknown(jnp.zeros(3))
 
 
 @pytest.mark.parametrize(

@@ -419,7 +419,8 @@ def test_import_jax_dataclasses_does_not_import_flax() -> None:
 
 @pytest.mark.subprocess
 def test_sharding_and_export_are_imported_when_first_used() -> None:
-    """They cost 1.3 ms at import (benchmarks/README.md): bound on first use, by any spelling."""
+    """They cost 1.3 ms at import (benchmarks/README.md): bound on first use, by any spelling.
+    (`Sharded` itself is a declaration, read with `Static`: bound at import.)"""
     run_python(
         """
 import sys
@@ -429,7 +430,7 @@ assert not lazy & set(sys.modules)
 assert {"Sharded", "partition_specs", "register_export"} <= set(dir(jdc))  # Tab completion.
 assert not lazy & set(sys.modules)  # Listed, not imported.
 from jax_dataclasses import partition_specs
-assert jdc.Sharded.__module__ == "jax_dataclasses._sharding" and callable(jdc.register_export)
+assert jdc.Sharded.__module__ == "jax_dataclasses._forms" and callable(jdc.register_export)
 assert lazy <= set(sys.modules) and partition_specs is jdc.partition_specs
 """
     )

@@ -1,0 +1,539 @@
+"""The class builder: every pytree dataclass is built here, in one flow.
+
+`pytree_dataclass` reads top to bottom, like CPython's `dataclasses._process_class` and attrs'
+`_ClassBuilder`: check the class, let `dataclasses` collect its fields, declare every field
+(`_declarations`: the one reading of its annotations), generate its functions and compile them
+once, install its methods once, register it with JAX (`_record.register`). Its record, the
+`Layout`, holds everything decided. The other entry points go through the same steps: an
+undecorated subclass (`adopt`, from the `__init_subclass__` every class gets), names not yet
+defined when the class was decorated (`_Deferral.settle`, at the first use), and a class
+cloudpickle rebuilds (`reload`). Only this module calls the code generator, `register` and
+`_install`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import threading
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, cast
+
+import numpy as np
+from jax import Array
+
+from jax_dataclasses._codegen import make_functions, take_code
+from jax_dataclasses._construct import (
+    UNDECORATED_ATTR,
+    init_parameters,
+    init_source,
+    new_fields,
+    undecorated_init,
+    wrap_own_init,
+)
+from jax_dataclasses._declarations import (
+    Declaration,
+    Pending,
+    declare,
+    declaring_class,
+    from_reading,
+)
+from jax_dataclasses._frozen import (
+    MUTABILITY_ATTR,
+    Mutability,
+    frozen_delattr,
+    frozen_setattr,
+    hash_naming_the_field,
+    slots_getstate,
+    slots_setstate,
+)
+from jax_dataclasses._printing import dataclass_repr, repr_pretty
+from jax_dataclasses._record import Layout, layout_of, register, tree_sources
+from jax_dataclasses._scope import Scope, class_annotations, class_scope, signature_of
+
+_RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
+
+
+_OPTIONS: Mapping[str, bool] = MappingProxyType(
+    {
+        # The keywords of `dataclasses.dataclass`, with its defaults (a test compares them on
+        # each Python). Each reaches `dataclasses` as given, except where `_dataclass_options`
+        # says otherwise: our `__init__`, frozen always, a hash by fields unless the class has
+        # its own.
+        "init": True,
+        "repr": True,
+        "eq": True,
+        "order": False,
+        "unsafe_hash": False,
+        "frozen": True,
+        "match_args": True,
+        "kw_only": False,
+        "slots": False,
+        "weakref_slot": False,
+    }
+)
+
+
+def pytree_dataclass(cls: type | None = None, /, **options: bool) -> Any:
+    """Make `cls` a frozen dataclass registered as a JAX pytree node.
+
+    Use as `@pytree_dataclass` or `@pytree_dataclass(...)`. Fields annotated `Static[T]` (or
+    with field metadata `static=True` / `pytree_node=False`) are static: stored in the tree
+    structure, so `jax.jit` caches on them. Every other field is a child, flattened by JAX
+    under its name (`GetAttrKey`). Unflattening rebuilds an instance field by field, without
+    running `__init__` or `__post_init__`.
+
+    The keyword arguments are those of `dataclasses.dataclass` (`init`, `repr`, `eq`, `order`,
+    `unsafe_hash`, `frozen`, `match_args`, `kw_only`, `slots`, `weakref_slot`), with its
+    defaults, and mean the same, except `frozen`: instances are always frozen, and
+    `frozen=False` is refused.
+
+    Args:
+        cls: The class, when used without parentheses.
+        options: `dataclasses.dataclass`'s keyword arguments.
+
+    Returns:
+        The class, registered with JAX (or a decorator that makes it so, with parentheses).
+
+    Raises:
+        TypeError: `frozen=False`; an undecorated subclass with new fields, when instantiated;
+            an array in a static field, at construction.
+        StaticAnnotationError: `Static` nested inside an annotation (`Optional[Static[int]]`).
+        ValueError: a NumPy array as a field default (it is mutable; a JAX array is fine).
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Particle:
+        ...     position: jax.Array
+        ...     mass: jdc.Static[float] = 1.0
+        >>> p = Particle(jnp.zeros(3))
+        >>> jax.tree_util.keystr(jax.tree_util.tree_flatten_with_path(p)[0][0][0])
+        '.position'
+        >>> jax.jit(lambda p: p.position + p.mass)(p)
+        Array([1., 1., 1.], dtype=float32)
+    """
+    unknown = sorted(options.keys() - _OPTIONS.keys())
+    if unknown:
+        raise TypeError(f"pytree_dataclass() got an unexpected keyword argument {unknown[0]!r}")
+    options = {**_OPTIONS, **options}
+    if options["frozen"] is not True:
+        raise TypeError(
+            "pytree_dataclass(frozen=False) is not supported: instances are always frozen, "
+            "because JAX may share and cache them. Edit a copy with jdc.copy_and_mutate(obj) "
+            "or jdc.replace(obj, ...)."
+        )
+
+    def wrap(target: type) -> type:
+        return _decorate(target, options)
+
+    return wrap if cls is None else wrap(cls)
+
+
+pytree_dataclass.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # For help() and IDEs at run time.
+    [inspect.Parameter("cls", inspect.Parameter.POSITIONAL_ONLY, default=None)]
+    + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in _OPTIONS.items()]
+)
+
+
+def _decorate(target: object, options: dict[str, bool]) -> type:
+    """Build a decorated class, top to bottom: check it, let `dataclasses` collect its
+    fields, declare every field (the one reading of its annotations), generate and compile
+    its functions once, install them once, register it."""
+    cls = _check_decoratable(target)
+    own_init = cls.__dict__.get("__init__")
+    own_repr = "__repr__" in cls.__dict__
+    if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `adopt` before this decorator ran.
+        own_init = getattr(own_init, UNDECORATED_ATTR)
+    own_doc = cls.__doc__ is not None
+    cls = _run_dataclasses(cls, _dataclass_options(cls, options, own_repr), own_doc)
+    all_fields = dataclasses.fields(cls)
+    for f in all_fields:
+        if f.name.startswith(_RESERVED_PREFIX):
+            raise TypeError(f"{cls.__qualname__} may not have a field named {f.name!r}")
+        if callable(f.metadata.get("converter")):
+            raise TypeError(
+                f"field {f.name!r} of {cls.__qualname__} has a converter (equinox's "
+                "field(converter=...)), which pytree_dataclass does not run: the value would "
+                "be stored unconverted. Remove it and convert in __init__ or __post_init__ "
+                f"(self.{f.name} = jnp.asarray(self.{f.name}))."
+            )
+    declarations, pending, inherited = _declare(cls, all_fields)
+
+    methods: dict[str, object] = {
+        "__setattr__": frozen_setattr,
+        "__delattr__": frozen_delattr,
+        "__init_subclass__": _subclass_hook(cls),
+    }
+    generate_init = options["init"] and own_init is None
+    if not generate_init:
+        if options["init"]:  # Field order errors, as `dataclasses` raises them then.
+            init_parameters(cls)
+        # The class's own `__init__`, or (init=False) the one it inherits, which knows only
+        # the base's fields: either way, check the fields once it has run.
+        init = own_init or next(
+            klass.__dict__["__init__"] for klass in cls.__mro__[1:] if "__init__" in klass.__dict__
+        )
+        if init is not object.__init__:
+            methods["__init__"] = wrap_own_init(init)
+    if "__hash__" in cls.__dict__ and cls.__dataclass_params__.unsafe_hash:  # type: ignore[attr-defined]
+        methods["__hash__"] = hash_naming_the_field(cls.__dict__["__hash__"])
+    if options["repr"] and not own_repr:
+        methods["__repr__"] = dataclass_repr
+        methods["_repr_pretty_"] = repr_pretty
+    if not hasattr(cls, MUTABILITY_ATTR):  # What 1.6 code reads on any instance.
+        methods[MUTABILITY_ATTR] = Mutability.FROZEN
+    if options["slots"] and not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        # `dataclasses` gives only frozen slots classes pickle support that skips __setattr__.
+        methods["__getstate__"] = slots_getstate
+        methods["__setstate__"] = slots_setstate
+    layout = _compile(cls, declarations, _Deferral.of(cls, pending, inherited), generate_init)
+    if layout.init is not None:
+        methods["__init__"] = layout.init
+    if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
+        methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
+    _install(cls, methods)
+    register(layout)
+    return cls
+
+
+def _run_dataclasses(cls: type, dataclass_options: dict[str, bool], own_doc: bool) -> type:
+    """`dataclasses.dataclass(cls, ...)`, with JAX-array defaults hidden from its mutable-default
+    check (and a NumPy array default refused with our message), and without the docstring
+    it would make from an `__init__` not there yet. A refused class is left as it was."""
+    hidden, stand_ins = _hide_array_defaults(cls)
+    if not own_doc:
+        stand_ins["__doc__"] = _DOC_PLACEHOLDER
+    _install(cls, stand_ins)
+    try:
+        # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
+        made = cast(type, dataclasses.dataclass(cls, **dataclass_options))
+        _refuse_numpy_defaults(made, hidden)
+    except BaseException:  # `dataclasses` (or we) refused the class: leave it as it was.
+        _install(cls, _restore_array_defaults(cls, hidden) | ({} if own_doc else {"__doc__": None}))
+        raise
+    _install(made, _restore_array_defaults(made, hidden))
+    return made
+
+
+def _declare(
+    cls: type, all_fields: tuple[dataclasses.Field[Any], ...]
+) -> tuple[tuple[Declaration, ...], tuple[Pending, ...], dict[str, type]]:
+    """Every field's declaration: read from the annotation of the class that declared it, in
+    the scope that defines that class, or taken from the registered base that declared it.
+    Also the fields still pending, and those inherited from a base with pending names."""
+    declarations: list[Declaration] = []
+    pending: list[Pending] = []
+    inherited: dict[str, type] = {}
+    scopes: dict[type, Scope] = {}
+    for f in all_fields:
+        owner = declaring_class(cls, f)
+        base = layout_of(owner) if owner is not cls else None
+        if base is not None:
+            declarations.append(base.declaration(f.name))
+            if base.pending:
+                inherited[f.name] = owner
+            continue
+        if owner not in scopes:
+            scopes[owner] = class_scope(owner)
+        declared, waiting = declare(f.name, owner, f.type, f.metadata, scopes[owner])
+        declarations.append(declared)
+        if waiting is not None:
+            pending.append(waiting)
+    return tuple(declarations), tuple(pending), inherited
+
+
+def _compile(
+    cls: type,
+    declarations: tuple[Declaration, ...],
+    deferral: _Deferral | None,
+    generate_init: bool,
+) -> Layout:
+    """The class's layout, with its generated functions compiled in one go."""
+    children = tuple(d.name for d in declarations if d.static is None)
+    statics = tuple(d.name for d in declarations if d.static is not None)
+    sources = tree_sources(cls, children, statics, deferral is not None)
+    if generate_init:
+        sources.append(init_source(cls, statics, deferral is not None))
+    functions = make_functions(cls, sources)
+    settle = deferral.settle if deferral is not None else None
+    return Layout(cls, declarations, functions, reload, settle)
+
+
+class _Deferral:
+    """The one deferral: names that a class's annotations used before they were defined are
+    decided at the class's first use (the generated `__init__`, flatten and keyed flatten
+    call `settle` first, as does everything that reads the declarations), read again in the
+    scope that defines the class, as it is then. Then the class is built again with the
+    declarations decided, and its functions take the new code in place: the same layout then
+    costs what it costs any class. A field whose name is still undefined (imported under
+    `TYPE_CHECKING` only) is a child, for good."""
+
+    def __init__(self, cls: type, pending: tuple[Pending, ...], inherited: dict[str, type]):
+        self.cls = cls
+        self.pending = {p.name: p for p in pending}
+        self.inherited = inherited
+        """Fields taken from a base with pending names: its decisions, once it has made them."""
+        self.lock = threading.Lock()
+
+    @classmethod
+    def of(
+        cls, owner: type, pending: tuple[Pending, ...], inherited: dict[str, type]
+    ) -> _Deferral | None:
+        return cls(owner, pending, inherited) if pending or inherited else None
+
+    def settle(self) -> None:
+        with self.lock:  # One decision, even when threads construct at once.
+            layout = layout_of(self.cls)
+            if layout is None or not layout.pending:  # Decided by another thread.
+                return
+            declarations = tuple(self._decide(d) for d in layout.declarations)
+            rebuilt = _compile(self.cls, declarations, None, layout.init is not None)
+            if layout.init is not None and rebuilt.init is not None:
+                take_code(layout.init, rebuilt.init)
+                rebuilt.init = layout.init
+            register(rebuilt)
+
+    def _decide(self, declared: Declaration) -> Declaration:
+        waiting = self.pending.get(declared.name)
+        if waiting is not None:
+            return from_reading(declared.name, declared.owner, waiting.decide(), waiting.mark)
+        base = self.inherited.get(declared.name)
+        if base is None:
+            return declared
+        base_layout = layout_of(base)
+        if base_layout is None:  # Our bug: a registered base stays registered.
+            raise RuntimeError(f"{base.__qualname__} lost its registration")
+        base_layout.settle()
+        return cast(Layout, layout_of(base)).declaration(declared.name)
+
+
+def reload(cls: type, declarations: tuple[Declaration, ...]) -> Layout:
+    """Register a class cloudpickle rebuilds, while it restores the class's attributes (its
+    `__init__` comes with them)."""
+    layout = _compile(cls, declarations, None, False)
+    register(layout)
+    return cast(Layout, layout_of(cls))
+
+
+# -- undecorated subclasses -----------------------------------------------------------------
+
+
+def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
+    """`__init_subclass__` for `cls`: its own (or the inherited one), then `adopt`.
+
+    Every decorated class has one, and each calls the next through `super()`, so a subclass
+    with several decorated classes above it (levels, or several bases) meets several: only
+    the one of its nearest decorated base (first in its MRO) adopts it, so adoption runs
+    once per class.
+    """
+    own = cls.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
+        if own is not None:
+            own.__func__(sub, **kwargs)
+        else:
+            super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
+        if _nearest_decorated_base(sub) is cls:
+            adopt(sub)
+
+    return classmethod(__init_subclass__)
+
+
+_HOOK_CODE = _subclass_hook(object).__func__.__code__
+
+
+def _nearest_decorated_base(sub: type) -> type | None:
+    """The first base of `sub` in its MRO that `@pytree_dataclass` decorated: the one whose
+    own `__init_subclass__` a `_subclass_hook` made (all of them share one code object)."""
+    for base in sub.__mro__[1:]:
+        function = getattr(base.__dict__.get("__init_subclass__"), "__func__", None)
+        if getattr(function, "__code__", None) is _HOOK_CODE:
+            return base
+    return None
+
+
+def adopt(sub: type) -> None:
+    """Register an undecorated subclass with its pytree base's fields, so its instances are
+    pytrees too. (A decorator that runs later, on it or on the `slots=True` copy `dataclasses`
+    makes of it, registers it again with its own fields.)
+
+    One that adds fields is not registered, and gets an `__init__` that says to decorate it
+    (keeping its own for the decorator), since a decorator that runs later (ours, or
+    `dataclasses`', which keeps an `__init__` it finds) may not come."""
+    if layout_of(sub) is not None:
+        return
+    if new_fields(sub):
+        _install(sub, {"__init__": undecorated_init(sub, sub.__dict__.get("__init__"))})
+        return
+    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
+    # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
+    owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
+    if owner is not object and (owner is sub or layout_of(owner) is None):
+        wrapped = wrap_own_init(owner.__dict__["__init__"])
+        setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
+        _install(sub, {"__init__": wrapped})
+    inherited = {d.name: parent.cls for d in parent.declarations} if parent.pending else {}
+    register(_compile(sub, parent.declarations, _Deferral.of(sub, (), inherited), False))
+
+
+# -- the methods every class gets, and how they are installed -------------------------------
+
+
+def _install(cls: type, attributes: Mapping[str, object]) -> None:
+    """Set each of `attributes` on `cls`: the one place where the package sets attributes on a
+    user's class (the layout apart, which `register` keeps there)."""
+    for name, value in attributes.items():
+        setattr(cls, name, value)
+
+
+_DOC_PLACEHOLDER = "(to be generated)"
+
+
+def _text_signature(cls: type, init: object) -> str:
+    try:
+        signature = signature_of(init if callable(init) else cls)
+    except (TypeError, ValueError):
+        return ""
+    if callable(init):  # The unbound `__init__`: drop `self`.
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return str(signature).replace(" -> None", "")
+
+
+def _check_decoratable(cls: object) -> type:
+    if not isinstance(cls, type):
+        raise TypeError(
+            f"pytree_dataclass decorates classes, got {cls!r}. Write @pytree_dataclass (or "
+            "@pytree_dataclass(...)) directly above a class statement."
+        )
+    if cls.__dict__.get("__setattr__") is frozen_setattr:
+        raise TypeError(f"{cls.__qualname__} is already a pytree dataclass: decorate it once.")
+    leftover = _other_pytree_maker(cls)
+    if leftover is not None:
+        raise TypeError(f"{cls.__qualname__} {leftover}")
+    for name in ("__setattr__", "__delattr__"):
+        if name in cls.__dict__:
+            raise TypeError(
+                f"{cls.__qualname__} defines {name}, which pytree_dataclass must own to keep "
+                "instances frozen. Remove it; use jdc.copy_and_mutate to edit copies."
+            )
+    return cls
+
+
+def _other_pytree_maker(cls: type) -> str | None:
+    """What else makes `cls` a dataclass or pytree (left over from a migration), with the fix."""
+    bases = {f"{base.__module__}.{base.__qualname__}": base for base in cls.__mro__[1:]}
+    if any(name.startswith("equinox.") and name.endswith("._module.Module") for name in bases):
+        return (
+            "subclasses equinox.Module, which makes every subclass a dataclass registered with "
+            "JAX itself. Remove the eqx.Module base and keep @jdc.pytree_dataclass (see "
+            "'Migrating from equinox' in the docs)."
+        )
+    if cls.__dict__.get("_flax_dataclass"):
+        node = bases.get("flax.struct.PyTreeNode")
+        if node is not None:
+            via = next(base for base in cls.__mro__[1:] if issubclass(base, node))
+            through = "" if via is node else f" (through {via.__qualname__})"
+            return (
+                f"subclasses flax.struct.PyTreeNode{through}, which makes every subclass a flax "
+                "dataclass registered with JAX. Remove that base and keep @jdc.pytree_dataclass "
+                "(for TrainState, see 'Migrating from flax.struct' in the docs)."
+            )
+        return (
+            "is already a flax dataclass registered with JAX: remove @flax.struct.dataclass "
+            "and keep @jdc.pytree_dataclass (flax's field(pytree_node=False) still works)."
+        )
+    params = cls.__dict__.get("__dataclass_params__")
+    if params is not None and "__setattr__" in cls.__dict__:
+        return (
+            "is already a frozen dataclass: remove @dataclasses.dataclass(frozen=True) and "
+            "keep @jdc.pytree_dataclass, which makes the dataclass (with the same options)."
+        )
+    return None
+
+
+def _dataclass_options(cls: type, options: dict[str, bool], own_repr: bool) -> dict[str, bool]:
+    """The arguments for `dataclasses.dataclass`: our `__init__`, `__setattr__`, hash and
+    repr (the one `dataclasses` would make is replaced by ours: not made at all)."""
+    explicit_hash = "__hash__" in cls.__dict__ and not (
+        cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__
+    )
+    # Frozen to `dataclasses` too (so frozen plain dataclasses can be bases and subclasses,
+    # and slots classes get its pickle support), unless a base is a non-frozen dataclass,
+    # which `dataclasses` would refuse to combine. Our `__setattr__` does the freezing.
+    frozen = all(
+        getattr(base, "__dataclass_params__").frozen  # noqa: B009
+        for base in cls.__mro__[1:]
+        if getattr(base, "__dataclass_fields__", None) is not None
+    )
+    # Hash like a frozen dataclass (by fields) unless the class brings its own.
+    unsafe_hash = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
+    repr_ = options["repr"] and own_repr  # `dataclasses` keeps an own `__repr__` anyway.
+    return dict(options, init=False, frozen=frozen, unsafe_hash=unsafe_hash, repr=repr_)
+
+
+class _HiddenDefault:
+    """Stands in for an array default while `dataclasses` checks for mutable defaults.
+
+    JAX arrays are immutable, so one default can be shared by every instance; the standard
+    library only rejects them because they are unhashable. A NumPy array default is hidden
+    too, to be refused with a message of our own once `dataclasses` has told fields apart
+    from `ClassVar`s and `InitVar`s.
+    """
+
+    def __init__(self, array: object) -> None:
+        self.array = array
+
+
+Hidden = dict[str, tuple[object, "dataclasses.Field[object] | None"]]
+"""Each array default hidden from `dataclasses`: the array, and the user's `Field` holding it."""
+
+
+def _hide_array_defaults(cls: type) -> tuple[Hidden, dict[str, object]]:
+    """Hide each array default of `cls` from `dataclasses`: in the user's `Field`s here, and
+    in the class attributes returned (stand-ins, by name) for the caller to install."""
+    hidden: Hidden = {}
+    stand_ins: dict[str, object] = {}
+    for name in class_annotations(cls):
+        value: object = getattr(cls, name, None)  # Inherited too, as `dataclasses` reads them.
+        field = _as_field(value)
+        default: object = value if field is None else field.default
+        if isinstance(default, Array | np.ndarray):
+            stand_in = _HiddenDefault(cast(object, default))
+            hidden[name] = (stand_in.array, field)
+            if field is not None:
+                field.default = stand_in
+            else:
+                stand_ins[name] = stand_in
+    return hidden, stand_ins
+
+
+def _as_field(value: object) -> dataclasses.Field[object] | None:
+    return (
+        cast("dataclasses.Field[object]", value) if isinstance(value, dataclasses.Field) else None
+    )
+
+
+def _refuse_numpy_defaults(cls: type, hidden: Hidden) -> None:
+    for f in dataclasses.fields(cls):
+        if isinstance(hidden.get(f.name, (None,))[0], np.ndarray):
+            raise ValueError(
+                f"field {f.name!r} of {cls.__qualname__} has a NumPy array as its default, "
+                "which is mutable and would be shared by every instance. Use a JAX array "
+                f"(jnp.asarray(...)) or field(default_factory=lambda: np.array(...))."
+            )
+
+
+def _restore_array_defaults(cls: type, hidden: Hidden) -> dict[str, object]:
+    """Put the arrays back in the fields `dataclasses` made of `cls` (if it did) and the
+    user's `Field`s; the class attributes to put back (by name) are returned, to install."""
+    made: dict[str, dataclasses.Field[object]] = cls.__dict__.get("__dataclass_fields__", {})
+    attributes: dict[str, object] = {}
+    for name, (array, field) in hidden.items():
+        for holder in (field, made.get(name)):
+            if holder is not None:
+                holder.default = array
+        if isinstance(cls.__dict__.get(name), _HiddenDefault):
+            attributes[name] = array
+    return attributes

@@ -1,0 +1,507 @@
+"""What a field declares, read once: static or child (`Static[T]`, field metadata), sharding
+axes (`Sharded[T, *axes]`) and the rest of its `Annotated` metadata.
+
+This is the one reader of annotations. The class builder calls `declare` for each field when
+the class is decorated, and every feature reads the `Declaration`s stored with the class
+(sharding, export, checkpoints, `jdc.jit`'s parameters through `read`, the deprecated mixin).
+Only the outermost part of an annotation declares: `Static[Later]` works while `Later` is not
+defined, and `Static` or `Sharded` anywhere else (`Optional[Static[int]]`) is an error, never
+a silently dynamic or replicated value. Strings are read, not evaluated as a whole: each
+dotted name is looked up in the `Scope` that defines the class, `Literal` values and metadata
+are values. An annotation whose outermost part names something not defined yet is `pending`:
+the builder reads it again at the class's first use (`Pending.decide`).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import typing
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal, NamedTuple, NoReturn, cast
+
+import typing_extensions
+
+from jax_dataclasses._forms import (
+    STATIC_MARKER,
+    Axes,
+    AxisEntry,
+    Mark,
+    ShardingDeclarationError,
+    StaticAnnotationError,
+    axes_of,
+    is_marker,
+    metadata_mark,
+)
+from jax_dataclasses._scope import Namespaces, Scope, class_annotations
+
+# -- what one field declares ----------------------------------------------------------------
+
+
+class Declaration(NamedTuple):
+    """What one field declares, decided once, when its class is built."""
+
+    name: str
+    owner: str
+    """The qualified name of the class whose annotation declared the field (for messages)."""
+    static: Mark | None = None
+    """What makes the field static; None for a child."""
+    axes: tuple[AxisEntry, ...] | None = None
+    """The sharding axes `Sharded[T, *axes]` declares; None: undeclared."""
+    metadata: tuple[object, ...] = ()
+    """The rest of the outermost `Annotated` metadata (the deprecated mixin's shape, dtype)."""
+    legacy_static: bool = False
+    """Whether jax_dataclasses 1.6 saw the field as static, and so did not save it in
+    checkpoints: its own marker, or `Static` found through a module-level name (its
+    `typing.get_type_hints` never saw names local to a function)."""
+
+    @property
+    def where(self) -> str:
+        return f"field {self.name!r} of {self.owner}"
+
+
+class Reading(NamedTuple):
+    """What an annotation declares at its outermost part (`read`)."""
+
+    static: bool
+    axes: tuple[AxisEntry, ...] | None
+    metadata: tuple[object, ...]
+    pending: bool
+    """A name in it is not defined yet, and could change the answer or make it an error."""
+    local: bool
+    """`Static` was found through a name local to an enclosing function or class body."""
+
+
+class Unreadable(NamedTuple):
+    """`Annotated` metadata that names something still not defined when a pending field was
+    decided for good: an error for whoever needs the value (the deprecated mixin)."""
+
+    source: str
+    error: str
+
+
+class Pending(NamedTuple):
+    """A field or parameter whose annotation named something not defined when it was read;
+    `decide` reads it again, in the same scope, as it is now."""
+
+    name: str
+    where: str
+    read_annotation: Callable[[], object]
+    scope: Scope
+    mark: Mark | None = None
+    """The field's metadata mark, if any (it decides when the annotation does not)."""
+
+    def decide(self) -> Reading:
+        """The annotation's reading now. A name still undefined (imported under
+        `TYPE_CHECKING` only) cannot make it Static: such a field is a child, for good."""
+        return read(self.read_annotation(), self.where, self.scope, final=True)
+
+
+def declare(
+    name: str, owner: type, annotation: object, metadata: Mapping[str, object], scope: Scope
+) -> tuple[Declaration, Pending | None]:
+    """The declaration of field `name` that class `owner` declares with `annotation` (as
+    `dataclasses` read it) and field `metadata`, its names resolving in `scope`; and a
+    `Pending` if a name not defined yet may still change it (the declaration is then the
+    one its metadata makes, until decided)."""
+    where = f"field {name!r} of {owner.__qualname__}"
+    mark = metadata_mark(metadata)
+    try:
+        reading = read(annotation, where, scope)
+    except StaticAnnotationError:
+        if mark is None:
+            raise
+        reading = Reading(False, None, (), False, False)  # The metadata decides, as in 1.6.
+    declared = from_reading(name, owner.__qualname__, reading, mark)
+    if not reading.pending:
+        return declared, None
+    reread = _rereader(owner, name, annotation)
+    return declared, Pending(name, where, reread, scope, mark)
+
+
+def declaring_class(cls: type, f: dataclasses.Field[Any]) -> type:
+    """The class whose annotation created field `f` of `cls` (a field is inherited as the same
+    object, so a plain mixin's bare annotation of the same name is not it)."""
+    owner = cls
+    for base in cls.__mro__[1:]:
+        if base.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
+            owner = base
+    return owner
+
+
+def from_reading(name: str, owner: str, reading: Reading, mark: Mark | None) -> Declaration:
+    """The declaration a reading makes (with the field's metadata mark)."""
+    static = Mark.ANNOTATION if reading.static else mark
+    if static is not None and reading.axes is not None:
+        raise ShardingDeclarationError(
+            f"field {name!r} of {owner} is static and declares sharding axes {reading.axes!r}: "
+            "a static value is part of the tree structure, not an array on devices. Drop "
+            "Static[...] to make it a sharded child, or drop Sharded[...] to keep it static."
+        )
+    legacy = mark is Mark.STATIC_FIELD or (static is Mark.ANNOTATION and not reading.local)
+    return Declaration(name, owner, static, reading.axes, reading.metadata, legacy)
+
+
+def _rereader(owner: type, name: str, annotation: object) -> Callable[[], object]:
+    """Reads field `name`'s annotation again, as `dataclasses` would read it now."""
+    return lambda: class_annotations(owner).get(name, annotation)
+
+
+# -- reading one annotation -----------------------------------------------------------------
+
+_ANNOTATED_ORIGINS: tuple[object, ...] = (typing.Annotated, typing_extensions.Annotated)
+_LITERAL_ORIGINS: tuple[object, ...] = (Literal, typing_extensions.Literal)
+_ALIAS_TYPES: tuple[type, ...] = tuple(
+    {
+        getattr(typing, "TypeAliasType", typing_extensions.TypeAliasType),
+        typing_extensions.TypeAliasType,
+    }
+)
+"""`type S = ...` (Python 3.12+) and `typing_extensions.TypeAliasType`: resolved to their value."""
+TYPE_THEN_METADATA = "__jdc_type_then_metadata__"
+"""True on an annotation form that, as `Annotated`, holds a type and then metadata
+(`jdc.Sharded[T, "embed"]`: its axis names are not types)."""
+
+
+class _Undefined:
+    """A name not defined (yet) where the annotation is read."""
+
+
+_UNDEFINED = _Undefined()
+_UNEVALUATED_ALIAS = object()
+"""A type alias whose value names something not defined yet: it may or may not be Static."""
+
+
+def unalias(obj: object) -> object:
+    """What a type alias names (`S` or `S[int]` for `type S[T] = Static[T]`), else `obj`;
+    _UNEVALUATED_ALIAS if its value cannot be evaluated yet."""
+    while True:
+        origin: object = typing.get_origin(obj)
+        alias: object = origin if isinstance(origin, _ALIAS_TYPES) else obj
+        if not isinstance(alias, _ALIAS_TYPES):
+            return obj
+        try:
+            obj = cast(object, getattr(alias, "__value__"))  # noqa: B009  # untyped attribute
+        except NameError:
+            return _UNEVALUATED_ALIAS
+
+
+class _Outer(NamedTuple):
+    """What an annotation's outermost part declares."""
+
+    static: bool | None
+    """None: a name not defined yet decides (it may be a `Static` alias)."""
+    axes: tuple[Axes, ...] = ()
+    others: tuple[object, ...] = ()
+    """The other metadata."""
+    local: bool = False
+    """What makes it Static was found through a name local to an enclosing scope."""
+    undefined: bool = False
+    """A name not defined yet is part of it (under a declaration that decides without it)."""
+
+    def around(self, metadata: tuple[object, ...], local: bool) -> _Outer:
+        """This, inside `Annotated[<this>, *metadata]` whose head `local` says where it was."""
+        static = any(map(is_marker, metadata))
+        axes = self.axes + tuple(item for item in metadata if isinstance(item, Axes))
+        others = self.others + tuple(
+            item for item in metadata if not is_marker(item) and not isinstance(item, Axes)
+        )
+        if static:
+            return _Outer(True, axes, others, local, self.undefined or self.static is None)
+        if self.static is None and axes:  # `Sharded[Later, "a"]`: a child (or an error).
+            return _Outer(False, axes, others, False, True)
+        return _Outer(self.static, axes, others, self.local, self.undefined)
+
+
+_PLAIN = _Outer(False)
+
+
+def _outermost(obj: object) -> _Outer | None:
+    """What an evaluated annotation's outermost `Annotated` declares (through type aliases,
+    and `Annotated[Alias, ...]`); None without one."""
+    obj = unalias(obj)
+    metadata: object = getattr(obj, "__metadata__", None)
+    if not isinstance(metadata, tuple):
+        return None
+    origin: object = getattr(obj, "__origin__", None)  # `Annotated[S, "doc"]` with S an alias
+    inner = _outermost(origin) if origin is not None and origin is not obj else None
+    return (inner or _PLAIN).around(cast("tuple[object, ...]", metadata), False)
+
+
+class _Reader:
+    """One reading of one annotation: the outermost part's declaration, then a scan of every
+    other part for a nested `Static` or `Sharded` and for names not defined yet."""
+
+    def __init__(
+        self, where: str, scope: Scope, extra: Mapping[str, Any] | None, final: bool = False
+    ) -> None:
+        self.where = where
+        self.scope = scope
+        self.extra = extra
+        self.final = final
+        self.namespaces: Namespaces = scope.namespaces(extra)
+        self.undefined: list[str] = []  # Outermost names not defined, in the order met.
+
+    # -- names and values --
+
+    def lookup(self, node: ast.expr) -> tuple[object, bool]:
+        """A dotted name's object, without running code (_UNDEFINED if not found), and
+        whether it was found in an enclosing function or class body."""
+        if isinstance(node, ast.Name):
+            for index, namespace in enumerate(self.namespaces):
+                if node.id in namespace:
+                    return namespace[node.id], self.scope.is_local(index, self.extra)
+            return _UNDEFINED, False
+        if isinstance(node, ast.Attribute):
+            base, local = self.lookup(node.value)
+            if base is _UNDEFINED:
+                return base, local
+            return getattr(base, node.attr, _UNDEFINED), local
+        return _UNDEFINED, False
+
+    def value(self, node: ast.expr) -> object:
+        """The value of a metadata or axis expression; _UNDEFINED if it names something
+        not defined yet (`Unreadable` in the last reading)."""
+        with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError):
+            return ast.literal_eval(node)
+        code = compile(ast.Expression(node), f"<annotation of {self.where}>", "eval")
+        try:
+            # Read-only use: `ChainMap` wants mutable mappings only for writes.
+            chained = ChainMap(*cast("tuple[dict[str, Any], ...]", self.namespaces))
+            return eval(code, {}, chained)
+        except NameError as error:
+            return Unreadable(ast.unparse(node), str(error)) if self.final else _UNDEFINED
+
+    # -- the outermost part --
+
+    def outer(self, expr: ast.expr) -> _Outer:
+        """What the source's outermost part declares."""
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):  # A string in one.
+            return self.outer(self.parse(expr.value))
+        head = expr.value if isinstance(expr, ast.Subscript) else expr
+        if not isinstance(head, ast.Name | ast.Attribute):
+            return _PLAIN  # `int | None`, literals, calls: never Static at the top.
+        found, local = self.lookup(head)
+        found = unalias(found)
+        if found is _UNEVALUATED_ALIAS:
+            self.unevaluated_alias()
+        if found is _UNDEFINED:
+            self.undefined.append(ast.unparse(head))
+            return _Outer(None)
+        if not isinstance(expr, ast.Subscript):
+            declared = _outermost(found)
+            return _PLAIN if declared is None else declared._replace(local=local)
+        items = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        if found in _ANNOTATED_ORIGINS or getattr(found, TYPE_THEN_METADATA, False):
+            values = tuple(self.value(item) for item in items[1:])
+            if any(value is _UNDEFINED for value in values):
+                return _Outer(None)
+            if found not in _ANNOTATED_ORIGINS:  # `Sharded[T, *axes]`
+                values = (axes_of(ast.unparse(items[0]), values, self.where),)
+            return self.outer(items[0]).around(values, local)
+        declared = _outermost(found)
+        if declared is None:
+            return _PLAIN
+        if getattr(found, "__parameters__", ()):  # `Static[T]`: the type goes in for T.
+            metadata = cast("tuple[object, ...]", getattr(found, "__metadata__", ()))
+            return self.outer(items[0]).around(metadata, local)
+        return declared._replace(local=local)
+
+    def outer_object(self, obj: object) -> _Outer:
+        if unalias(obj) is _UNEVALUATED_ALIAS:
+            self.unevaluated_alias()
+        return _outermost(obj) or _PLAIN
+
+    def parse(self, source: str) -> ast.expr:
+        # `*Ts` (PEP 646, a string under the future import) is read as `typing` reads it.
+        text = f"({source},)[0]" if source.startswith("*") else source
+        try:
+            return ast.parse(text, mode="eval").body
+        except SyntaxError as error:
+            raise SyntaxError(
+                f"the annotation {source!r} of {self.where} is not valid Python ({error.msg}); "
+                "a string annotation is read as the expression it spells, as "
+                "typing.get_type_hints reads it. Correct it, or write it without quotes."
+            ) from None
+
+    def unevaluated_alias(self) -> NoReturn:
+        raise StaticAnnotationError(
+            f"cannot tell whether the annotation of {self.where} is Static: it is a type alias "
+            "whose value names something not defined yet where the class or function is "
+            "created. Define the alias after the names it uses, or write the annotation out "
+            "(Static[...] around the whole type if it is static)."
+        )
+
+    # -- every part --
+
+    def type_parts(self, tree: ast.AST) -> Iterator[ast.AST]:
+        """The nodes of an annotation's source that are types, strings among them parsed as
+        code: not the values of `Literal[...]`, nor the metadata of `Annotated[T, ...]` (or of
+        another form with `TYPE_THEN_METADATA`)."""
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                with contextlib.suppress(SyntaxError):  # Not code: a string like any other.
+                    stack.append(ast.parse(node.value, mode="eval").body)
+                continue
+            if isinstance(node, ast.Subscript):
+                head = self.lookup(node.value)[0]
+                if head in _LITERAL_ORIGINS or _spelled(node.value, "Literal"):
+                    yield node.value
+                    continue
+                if (
+                    head in _ANNOTATED_ORIGINS
+                    or getattr(head, TYPE_THEN_METADATA, False)
+                    or _spelled(node.value, "Annotated")
+                    or (head is _UNDEFINED and _spelled(node.value, "Sharded"))
+                ):
+                    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                    stack.extend((node.value, items[0]))
+                    continue
+            yield node
+            stack.extend(ast.iter_child_nodes(node))
+
+    def scan(self, tree: ast.AST) -> tuple[int, int, bool]:
+        """Every type part of the source: (how many are Static, how many Sharded, whether a
+        name in it is not defined yet)."""
+        statics = sharded = 0
+        undefined = False
+        for node in self.type_parts(tree):
+            if isinstance(node, ast.Name | ast.Attribute):
+                found = self.lookup(node)[0]
+                if getattr(found, TYPE_THEN_METADATA, False):
+                    sharded += 1
+                    continue
+                declared = _outermost(found) if found is not _UNDEFINED else None
+                statics += bool(declared and declared.static)
+                sharded += bool(declared and declared.axes)
+                undefined = undefined or (isinstance(node, ast.Name) and found is _UNDEFINED)
+        return statics, sharded, undefined
+
+    def scan_object(self, obj: object) -> tuple[int, int, bool]:
+        """`scan` for an evaluated annotation, which may hold strings and `ForwardRef`s."""
+        if isinstance(obj, typing.ForwardRef | str):
+            extra, source = _source_of(obj)
+            reader = _Reader(self.where, self.scope, extra, self.final) if extra else self
+            return reader.scan(reader.parse(source))
+        declared = _outermost(obj)
+        statics = int(bool(declared and declared.static))
+        sharded = int(bool(declared and declared.axes))
+        value = unalias(obj)
+        if value is not obj and value is not _UNEVALUATED_ALIAS:
+            inner = self.scan_object(value)
+            return statics + inner[0], sharded + inner[1], inner[2]
+        origin = typing.get_origin(obj)
+        if origin in _LITERAL_ORIGINS:
+            return statics, sharded, False
+        args: tuple[object, ...] = typing.get_args(obj)
+        if origin in _ANNOTATED_ORIGINS:
+            args = args[:1]
+        undefined = False
+        for arg in args:
+            more = self.scan_object(arg)
+            statics, sharded, undefined = statics + more[0], sharded + more[1], undefined or more[2]
+        return statics, sharded, undefined
+
+
+def _source_of(annotation: typing.ForwardRef | str) -> tuple[Mapping[str, Any] | None, str]:
+    """A string annotation's text, and the names Python 3.14 wrote into a `ForwardRef`'s text
+    for the parts it could evaluate (kept in its `__extra_names__`)."""
+    if isinstance(annotation, str):
+        return None, annotation
+    extra: Mapping[str, Any] | None = getattr(annotation, "__extra_names__", None)
+    return extra or None, annotation.__forward_arg__
+
+
+def _spelled(node: ast.expr, name: str) -> bool:
+    """Whether `node` is the name `name`, bare or as an attribute (`Static`, `jdc.Static`)."""
+    return (isinstance(node, ast.Name) and node.id == name) or (
+        isinstance(node, ast.Attribute) and node.attr == name
+    )
+
+
+def read(annotation: object, where: str, scope: Scope, final: bool = False) -> Reading:
+    """What `annotation` declares at its outermost part, its names resolving in `scope`.
+
+    `where` names the field or parameter in messages ("field 'x' of Model"). With `final`, a
+    name still undefined cannot make it Static any more (the last reading of a pending one).
+    Raises `StaticAnnotationError` when `Static` is nested, or its outermost part cannot be
+    told apart from Static; `ShardingDeclarationError` when `Sharded` is nested or given
+    twice; `SyntaxError` for a string that is not Python.
+    """
+    if isinstance(annotation, typing.ForwardRef | str):
+        extra, source = _source_of(annotation)
+        reader = _Reader(where, scope, extra, final)
+        expr = reader.parse(source)
+        outer = reader.outer(expr)
+        statics, sharded, undefined = reader.scan(expr)
+        if outer.static is None and not statics:  # Nothing resolves: go by the spelling.
+            statics = any(_spelled(n, "Static") for n in ast.walk(expr) if isinstance(n, ast.expr))
+    else:
+        reader = _Reader(where, scope, None, final)
+        outer = reader.outer_object(annotation)
+        statics, sharded, undefined = reader.scan_object(annotation)
+    if outer.static is None:
+        if statics:
+            _nested_static(annotation, where, reader.undefined[0] if reader.undefined else "")
+        if final:  # Still undefined: not Static (a name for type checkers only, say).
+            axes = outer.axes[0].names if outer.axes else None
+            return Reading(False, axes, outer.others, False, False)
+        if not scope.complete:
+            raise StaticAnnotationError(
+                f"cannot tell whether the annotation {_show(annotation)} of {where} is Static: "
+                "its outermost name is not a global, and the function that defines it has "
+                "returned, so its local names cannot be read. Decorate it inside that "
+                "function, or define the name at module level."
+            )
+        return Reading(False, None, (), True, False)
+    if not outer.static and statics:
+        _nested_static(annotation, where, None)
+    if len(outer.axes) > 1:
+        raise ShardingDeclarationError(
+            f"{where} declares its sharding twice ({', '.join(map(repr, outer.axes))}): give "
+            "one Sharded[T, ...] per field."
+        )
+    if sharded > len(outer.axes):
+        raise ShardingDeclarationError(
+            f"Sharded must be the outermost part of the annotation of {where}, got "
+            f"{_show(annotation)}. Write Sharded[...] around the whole type, for example "
+            "Sharded[Optional[jax.Array], 'batch'] instead of Optional[Sharded[jax.Array, "
+            "'batch']]."
+        )
+    pending = (undefined or outer.undefined) and not outer.static and not final
+    axes = outer.axes[0].names if outer.axes else None
+    return Reading(outer.static, axes, outer.others, pending, outer.local and outer.static)
+
+
+def _nested_static(annotation: object, where: str, undefined: str | None) -> NoReturn:
+    """`Static` where it cannot decide; `undefined`: the outermost name not defined yet."""
+    shown = _show(annotation)
+    if undefined is not None:
+        problem = (
+            f"cannot tell whether the annotation {shown} of {where} is Static: its outermost "
+            f"name{f' {undefined}' if undefined else ''} is not defined yet where the class or "
+            "function is created"
+        )
+    else:
+        problem = f"Static must be the outermost part of the annotation of {where}, got {shown}"
+    raise StaticAnnotationError(
+        f"{problem}. Write Static[...] around the whole type, for example "
+        "Static[Optional[int]] instead of Optional[Static[int]]."
+    )
+
+
+def _show(annotation: object) -> str:
+    if isinstance(annotation, typing.ForwardRef):
+        return annotation.__forward_arg__
+    if isinstance(annotation, str):
+        return annotation
+    return repr(annotation).replace(repr(STATIC_MARKER), "Static").replace("typing.", "")
+
+
+def is_initvar(f: dataclasses.Field[Any]) -> bool:
+    """Whether `f` (from a class's `__dataclass_fields__`) is an `InitVar`, not a field."""
+    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)

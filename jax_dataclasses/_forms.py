@@ -1,0 +1,268 @@
+"""The declarations users write on fields: `Static[T]` (and 1.6's `static_field()` and field
+metadata marks), `Sharded[T, *axes]`, and the errors that name a misused one.
+
+Each is an `Annotated` form (a type to checkers), whose metadata object is what the one reader
+(`_declarations`) looks for: `STATIC_MARKER` (which compares equal to 1.6's marker string, so
+1.6 code reading `__metadata__` still finds it) and `Axes`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import warnings
+from collections.abc import Mapping
+from typing import Annotated, Any, NoReturn, TypeAlias, TypeVar, cast, final
+
+T = TypeVar("T")
+
+# -- Static ---------------------------------------------------------------------------------
+
+
+class _StaticMarker:
+    """The metadata object that `Static[T]` carries inside `Annotated`.
+
+    It compares and hashes as 1.6's marker string (`LEGACY_STATIC_MARKER`), so that code
+    written against 1.6's private `_dataclasses.JDC_STATIC_MARKER` (`marker in
+    hint.__metadata__`) sees our `Static` fields as static.
+    """
+
+    def __repr__(self) -> str:
+        return "jax_dataclasses.Static"
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or other == LEGACY_STATIC_MARKER
+
+    def __hash__(self) -> int:
+        return hash(LEGACY_STATIC_MARKER)
+
+
+STATIC_MARKER = _StaticMarker()
+LEGACY_STATIC_MARKER = "__jax_dataclasses_static_field__"
+"""What jax_dataclasses 1.6 put in `Annotated` metadata and field metadata; still honoured."""
+
+
+class Mark(enum.Enum):
+    """What makes a field static, read where a message says how to undo it or where 1.6's
+    reading matters. A metadata mark's value is its field metadata key."""
+
+    ANNOTATION = "Static"
+    """`Static[...]` in the field's annotation (it counts first)."""
+    STATIC_FIELD = LEGACY_STATIC_MARKER
+    """1.6's `static_field()`: its marker in the field metadata."""
+    STATIC = "static"
+    """Field metadata `static=True`, as equinox spells it."""
+    PYTREE_NODE = "pytree_node"
+    """Field metadata `pytree_node=False`, as flax spells it."""
+
+
+_METADATA_MARKS = ((Mark.STATIC_FIELD, True), (Mark.STATIC, True), (Mark.PYTREE_NODE, False))
+
+
+def metadata_mark(metadata: Mapping[str, object]) -> Mark | None:
+    """The mark of field metadata that makes a field static (1.6's marker, or `static=True` /
+    `pytree_node=False` as other libraries spell it), compared with `==`; else None."""
+    for mark, value in _METADATA_MARKS:
+        if mark.value in metadata and metadata[mark.value] == value:
+            return mark
+    return None
+
+
+Static = Annotated[T, STATIC_MARKER]
+Static.__doc__ = """`Static[T]` is `T` to type checkers; on a field or `jit` parameter it marks the value static.
+
+A static value is part of the tree structure (the treedef), not a traced child: Python code
+may branch on it under `jax.jit`, equal values reuse a compilation and different values
+recompile. It must be hashable and compare by value; arrays are refused (`TypeError`) and
+values JAX cannot cache reliably warn (`StaticFieldWarning`). `Static` must be the outermost
+part of the annotation (`Static[Optional[int]]`, not `Optional[Static[int]]`); the annotation
+is read, not evaluated, so `from __future__ import annotations`, strings and aliases work.
+
+Examples:
+    >>> @jdc.pytree_dataclass
+    ... class Layer:
+    ...     w: jax.Array
+    ...     activation: jdc.Static[str] = "tanh"
+    >>> leaves, treedef = jax.tree.flatten(Layer(jnp.ones(2)))
+    >>> len(leaves), "tanh" in str(treedef)
+    (1, True)
+"""
+
+
+class StaticAnnotationError(TypeError):
+    """`Static` is used somewhere other than the outermost part of an annotation.
+
+    A `TypeError`, raised when the class is decorated (or the function passed to `jdc.jit`).
+    The message names the class and field (or parameter) and shows the fix.
+
+    Examples:
+        >>> from typing import Optional
+        >>> try:
+        ...     @jdc.pytree_dataclass
+        ...     class Config:
+        ...         depth: Optional[jdc.Static[int]] = None
+        ... except jdc.StaticAnnotationError as error:
+        ...     print(error)
+        Static must be the outermost part of the annotation of field 'depth' of Config, ...
+    """
+
+
+def static_field(**kwargs: Any) -> Any:
+    """Deprecated: `dataclasses.field(**kwargs)` with field metadata that marks it static.
+
+    Takes exactly the arguments of `dataclasses.field`, and emits a `DeprecationWarning`.
+    Type checkers see it as `dataclasses.field`. Annotate the field `jdc.Static[T]` instead.
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", DeprecationWarning)
+        ...     @jdc.pytree_dataclass
+        ...     class Old:
+        ...         x: jax.Array
+        ...         n: int = jdc.static_field(default=3)
+        >>> jax.tree.leaves(Old(jnp.zeros(2)))  # `n` is static: not a leaf
+        [Array([0., 0.], dtype=float32)]
+    """
+    warnings.warn(
+        "jdc.static_field() is deprecated: annotate the field as jdc.Static[T] instead "
+        "(for example `n: jdc.Static[int] = 3`).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    # `static=True` as other libraries spell it, and 1.6's own marker, which 1.6 checkpoints
+    # depend on: a field 1.6 saw as static was not saved (`Declaration.legacy_static`).
+    metadata: dict[str, Any] = {
+        **(kwargs.pop("metadata", None) or {}),
+        "static": True,
+        LEGACY_STATIC_MARKER: True,
+    }
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+# -- Sharded --------------------------------------------------------------------------------
+
+AxisEntry: TypeAlias = str | tuple[str, ...] | None
+"""One dimension of a declaration: a logical axis name, None (not sharded), or several names."""
+
+
+class ShardingDeclarationError(ValueError):
+    """A sharding declaration that does not fit the arrays, the rules or the mesh; or arrays
+    that do not carry the shardings they declare (`check_shardings`).
+
+    Raised by `partition_specs`, `shardings`, `sharded_shapes` and `check_shardings` before
+    JAX or XLA see the shardings, and by `pytree_dataclass` for a declaration that cannot
+    mean anything (on a static field, nested, twice). The message lists every problem, each
+    naming the class, field and key path, with the mesh and the fix.
+
+    Examples:
+        >>> from jax.sharding import AbstractMesh
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jdc.Sharded[jax.Array, "embed"]
+        >>> try:
+        ...     jdc.partition_specs(Dense(jnp.ones((4, 2))))
+        ... except jdc.ShardingDeclarationError as error:
+        ...     print(error)
+        1 sharding declaration does not fit (no mesh given; no rules):
+        - field 'w' of Dense at .w (f32[4,2]): declares 1 axis ('embed',) for an array of rank 2. ...
+    """
+
+
+@final
+class Axes:
+    """The metadata that `Sharded[T, *axes]` puts in `Annotated`: the declared axes."""
+
+    __slots__ = ("names",)
+    names: tuple[AxisEntry, ...]
+
+    def __init__(self, names: tuple[AxisEntry, ...]) -> None:
+        object.__setattr__(self, "names", names)
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"{self!r} is immutable")
+
+    def __repr__(self) -> str:
+        return f"jax_dataclasses.Sharded{self.names!r}"
+
+    def __reduce__(self) -> tuple[type[Axes], tuple[tuple[AxisEntry, ...]]]:
+        """Pickled and copied by its names (slots and the refusing `__setattr__` would stop
+        the default way): classes with `Sharded` fields travel by value (cloudpickle)."""
+        return (Axes, (self.names,))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Axes) and other.names == self.names
+
+    def __hash__(self) -> int:
+        return hash((Axes, self.names))
+
+
+class Sharded:
+    """`Sharded[T, *axes]` is `T` to type checkers; on a field it declares how the field's
+    array is laid out over a device mesh.
+
+    Give one entry per dimension of the array: a logical axis name, None (not sharded along
+    that dimension), or a tuple of names (sharded over several mesh axes, as in
+    `PartitionSpec`). Logical names become mesh axes through the `rules` given to
+    `partition_specs`, `shardings`, `sharded_shapes` and `check_shardings`; without rules a
+    name must be a mesh axis. A `Sharded` field is a child, never static. Like `Static`, it
+    works in strings, aliases and under `from __future__ import annotations`: the
+    declaration is read when the class is decorated (a name defined after the class, at its
+    first use). If the field holds a subtree (a tuple of arrays, or None), each array in it
+    gets the declaration and None gets nothing; a pytree dataclass decides for its own
+    fields, so a declaration on a field holding one is an error.
+    Linters that read the strings as forward references (ruff and flake8's F821, as with
+    jaxtyping's shapes) need that rule turned off where `Sharded` is used.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     w: jdc.Sharded[jax.Array, "embed", "mlp"]
+        ...     b: jdc.Sharded[jax.Array, "mlp"]
+        ...     scale: jax.Array  # undeclared: replicated
+        >>> layer = Dense(jnp.ones((4, 8)), jnp.zeros(8), jnp.ones(()))
+        >>> specs = jdc.partition_specs(layer, {"embed": None, "mlp": "model"})
+        >>> tuple(specs.w), tuple(specs.b), tuple(specs.scale)
+        ((None, 'model'), ('model',), ())
+    """
+
+    __jdc_type_then_metadata__ = True  # Its axis names are not types (`_declarations`).
+
+    def __class_getitem__(cls, params: object) -> Any:
+        """`Annotated[T, <the axes>]`, after checking that each axis entry is a name, None or a
+        tuple of names (the mistake is reported where it is written)."""
+        items = cast("tuple[object, ...]", params if isinstance(params, tuple) else (params,))
+        return Annotated[items[0], axes_of(items[0], items[1:], "")]
+
+    def __new__(cls) -> NoReturn:
+        raise TypeError("Sharded is used in annotations only: Sharded[jax.Array, 'embed', None]")
+
+
+def axes_of(kind: object, entries: tuple[object, ...], where: str) -> Axes:
+    """The `Axes` of `Sharded[kind, *entries]`; a `TypeError` for an entry of another kind."""
+    for entry in entries:
+        if not is_entry(entry):
+            at = f" (the annotation of {where})" if where else ""
+            raise TypeError(
+                f"Sharded[{_type_name(kind)}, ...]{at} got the axis entry {entry!r}: each entry "
+                "must be a logical axis name (str), None, or a tuple of names, one entry per "
+                "dimension, for example Sharded[jax.Array, 'batch', None]."
+            )
+    return Axes(cast("tuple[AxisEntry, ...]", entries))
+
+
+def is_entry(entry: object) -> bool:
+    """Whether `entry` is an axis entry: a name, None, or a tuple of names."""
+    if entry is None or isinstance(entry, str):
+        return True
+    items = cast("tuple[object, ...]", entry) if isinstance(entry, tuple) else (0,)
+    return all(isinstance(item, str) for item in items)
+
+
+def _type_name(kind: object) -> str:
+    return getattr(kind, "__qualname__", None) or repr(kind)
+
+
+def is_marker(item: object) -> bool:
+    """Whether `Annotated` metadata `item` marks a value static (ours, or 1.6's string)."""
+    return item is STATIC_MARKER or (isinstance(item, str) and item == LEGACY_STATIC_MARKER)

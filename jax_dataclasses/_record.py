@@ -1,0 +1,225 @@
+"""The record of every pytree dataclass (`Layout`), its flatten and unflatten sources, and its
+registration with JAX (docs/design.md §3).
+
+Every class is a keyed Python node with generated functions: flatten reads the fields (nothing
+is cached on instances, so it cannot go stale), and unflatten creates the object with
+`object.__new__` and sets the fields, so it never runs `__init__` or `__post_init__` (JAX's
+C++ dataclass node would call the class, and with it any wrapper a later decorator puts on
+`__init__`). The class builder (`_builder`) makes the record and is the only caller of
+`register`; every other feature reads the record (`layout_of`), never the annotations.
+
+A class can be registered again while it is created (adopted by its base's
+`__init_subclass__`, then decorated; rebuilt by cloudpickle; built again once its pending
+names are decided): JAX keeps the functions it was first given, so those take the new
+layout's code in place (`_codegen.take_code`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from jax import tree_util
+
+from jax_dataclasses._codegen import FunctionSource, take_code
+from jax_dataclasses._declarations import Declaration
+
+Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
+Unflatten = Callable[[Any, Any], Any]
+
+
+class Layout:
+    """The record of one registered class: its fields' declarations, how instances are split
+    into children and static values, and its generated functions.
+
+    The static values travel as the treedef's aux data in the cheapest form JAX compares:
+    None without static fields, the bare value with one, a tuple with several.
+    """
+
+    __slots__ = (
+        "_by_name",
+        "_settle",
+        "children",
+        "cls",
+        "declarations",
+        "flatten",
+        "flatten_with_keys",
+        "init",
+        "marks",
+        "reload",
+        "statics",
+        "unflatten",
+    )
+
+    def __init__(
+        self,
+        cls: type,
+        declarations: tuple[Declaration, ...],
+        functions: Mapping[str, Callable[..., Any]],
+        reload: Callable[[type, tuple[Declaration, ...]], Layout],
+        settle: Callable[[], None] | None = None,
+    ) -> None:
+        self.cls = cls
+        self.declarations = declarations
+        """Every field's, in `dataclasses.fields` order."""
+        self._by_name = {d.name: d for d in declarations}
+        self.children = tuple(d.name for d in declarations if d.static is None)
+        self.statics = tuple(d.name for d in declarations if d.static is not None)
+        self.marks = tuple(d.static for d in declarations if d.static is not None)
+        """What makes each of `statics` static."""
+        self.flatten: Flatten = functions["flatten"]
+        """`flatten(obj) -> (children, aux)`: children a tuple in field order."""
+        self.flatten_with_keys: Callable[[Any], Any] = functions["flatten_with_keys"]
+        self.unflatten: Unflatten = functions["unflatten"]
+        """`unflatten(aux, children)`: a new instance, built field by field (no `__init__`)."""
+        self.init: Callable[..., None] | None = functions.get("__init__")
+        """Our generated `__init__`, if the class has it: built again, it takes new code."""
+        self.reload = reload
+        """The builder's entry point for a class cloudpickle rebuilds (`__reduce__`)."""
+        self._settle = settle
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.children + self.statics
+
+    @property
+    def functions(self) -> tuple[Callable[..., Any], ...]:
+        return (self.flatten, self.flatten_with_keys, self.unflatten)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a field's annotation named something not defined yet (`settle`)."""
+        return self._settle is not None
+
+    def settle(self) -> None:
+        """Decide the pending fields for good, building the class again (a no-op once done;
+        the generated functions of a pending class call it first)."""
+        if self._settle is not None:
+            self._settle()
+
+    def declaration(self, name: str) -> Declaration:
+        return self._by_name[name]
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """A class that cloudpickle copies by value (defined in `__main__`, a notebook or a
+        function) carries its layout as an attribute: unpickling it registers the rebuilt
+        class with these declarations. (Pickling by reference never copies class attributes.)"""
+        self.settle()
+        current = layout_of(self.cls) or self
+        return (current.reload, (current.cls, current.declarations))
+
+
+LAYOUT_ATTR = "__jdc_layout__"
+"""The class attribute that holds a registered class's `Layout`: its one record."""
+_REGISTERED: list[type] = []
+"""Every registered class, in order, for hooks added later (`on_register`)."""
+_ON_REGISTER: list[Callable[[Layout], None]] = []
+_LOCK = threading.RLock()
+"""Held while a class is registered, and while a hook is added (`on_register`)."""
+
+
+def layout_of(cls: type) -> Layout | None:
+    """The layout of a registered pytree dataclass (or adopted subclass), else None. Read from
+    the class's own namespace (a subclass does not inherit it, and the `slots=True` copy that
+    `dataclasses` makes of a class carries the original's, which is not its own)."""
+    layout: Layout | None = cls.__dict__.get(LAYOUT_ATTR)
+    return layout if layout is not None and layout.cls is cls else None
+
+
+def on_register(hook: Callable[[Layout], None]) -> None:
+    """Call `hook(layout)` for every class registered so far and for each one registered later.
+
+    Used to register classes with optional libraries (flax serialization) once they are
+    imported. `hook` must be idempotent: a class registered by another thread while this runs
+    may be passed to it twice, and a class registered again is passed again.
+    """
+    with _LOCK:
+        _ON_REGISTER.append(hook)
+        registered = list(_REGISTERED)
+    for cls in registered:
+        layout = layout_of(cls)
+        if layout is not None:
+            hook(layout)
+
+
+def register(layout: Layout) -> None:
+    """Register `layout.cls` with JAX as a keyed pytree node with `layout`'s functions, or, if
+    it is registered already, give the functions JAX holds their code; then keep `layout` as
+    the class's record (`layout_of`) and tell the hooks (`on_register`)."""
+    cls = layout.cls
+    with _LOCK:  # A check and a set: one registration with JAX per class, whichever thread.
+        old = layout_of(cls)
+        if old is None:
+            try:
+                tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
+                    cls, layout.flatten_with_keys, layout.unflatten, layout.flatten
+                )
+            except ValueError as error:  # JAX's "Duplicate custom PyTreeDef type registration".
+                raise ValueError(
+                    f"{cls.__qualname__} is already registered with JAX as a pytree node, by "
+                    "something other than pytree_dataclass (jax.tree_util.register_dataclass, "
+                    "register_pytree_node or another library's decorator or base class). "
+                    "Remove that registration: pytree_dataclass registers the class itself."
+                ) from error
+            _REGISTERED.append(cls)
+        else:  # JAX and the old layout's users hold the old functions: give them the new code.
+            for target, source in zip(old.functions, layout.functions, strict=True):
+                take_code(target, source)
+            layout.flatten, layout.flatten_with_keys, layout.unflatten = old.functions
+        setattr(cls, LAYOUT_ATTR, layout)
+        for hook in _ON_REGISTER:
+            hook(layout)
+
+
+def tree_sources(
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...], pending: bool = False
+) -> list[FunctionSource]:
+    """Flatten, flatten-with-keys and unflatten for one layout, as JAX's custom nodes are
+    fastest: literal tuples, aux data as in `Layout`, fields set with `object.__setattr__`
+    (writing `__dict__` directly is about twice as fast, but gives every instance JAX builds
+    a dict of its own: 64 bytes more than a constructed one, on Python 3.11 to 3.13). Each
+    function's closure variables are the same for every layout, so `take_code` can move
+    code between them. With `pending`, flatten first settles the layout's pending fields
+    (through the instance's class: no helper of its own)."""
+    fields = children + statics
+    child_values = _tuple_source([f"o.{name}" for name in children])
+    aux = (
+        "None"
+        if not statics
+        else f"o.{statics[0]}"
+        if len(statics) == 1
+        else _tuple_source([f"o.{name}" for name in statics])
+    )
+    pairs = _tuple_source([f"(__jdc_keys[{i}], o.{name})" for i, name in enumerate(children)])
+    local = [f"c{i}" for i in range(len(children))] + [f"s{i}" for i in range(len(statics))]
+    unpack: list[str] = []
+    if len(statics) == 1:
+        unpack.append(f"{local[-1]} = aux")
+    elif statics:
+        unpack.append(f"{_tuple_source(local[len(children) :])} = aux")
+    if children:
+        unpack.append(f"{_tuple_source(local[: len(children)])} = children")
+    store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
+    keys = tuple(tree_util.GetAttrKey(name) for name in children)
+    settle = [f"o.__class__.{LAYOUT_ATTR}.settle()"] if pending else []
+    return [
+        FunctionSource("flatten", ["o"], [*settle, f"return ({child_values}, {aux})"], {}),
+        FunctionSource(
+            "flatten_with_keys",
+            ["o"],
+            [*settle, f"return ({pairs}, {aux})"],
+            {"__jdc_keys": keys},
+        ),
+        FunctionSource(
+            "unflatten",
+            ["aux", "children"],
+            ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"],
+            {"__jdc_setattr": object.__setattr__, "__jdc_new": object.__new__, "__jdc_cls": cls},
+        ),
+    ]
+
+
+def _tuple_source(items: Sequence[str]) -> str:
+    """Python source of a tuple display with `items`: `(a, b, )`, `()`."""
+    return "(" + "".join(f"{item}, " for item in items) + ")"
