@@ -146,7 +146,7 @@ def _decorate(target: object, options: dict[str, bool]) -> type:
     if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `adopt` before this decorator ran.
         own_init = getattr(own_init, UNDECORATED_ATTR)
     own_doc = cls.__doc__ is not None
-    cls = _run_dataclasses(cls, _dataclass_options(cls, options, own_repr), own_doc)
+    cls = _run_dataclasses(cls, _dataclass_options(cls, options), own_doc)
     all_fields = dataclasses.fields(cls)
     for f in all_fields:
         if f.name.startswith(_RESERVED_PREFIX):
@@ -187,6 +187,7 @@ def _decorate(target: object, options: dict[str, bool]) -> type:
         # `dataclasses` gives only frozen slots classes pickle support that skips __setattr__.
         methods["__getstate__"] = slots_getstate
         methods["__setstate__"] = slots_setstate
+    _record_options(cls, options)
     layout = _compile(cls, declarations, _Deferral.of(cls, pending, inherited), generate_init)
     if layout.init is not None:
         methods["__init__"] = layout.init
@@ -453,24 +454,30 @@ def _other_pytree_maker(cls: type) -> str | None:
     return None
 
 
-def _dataclass_options(cls: type, options: dict[str, bool], own_repr: bool) -> dict[str, bool]:
-    """The arguments for `dataclasses.dataclass`: our `__init__`, `__setattr__`, hash and
-    repr (the one `dataclasses` would make is replaced by ours: not made at all)."""
+def _dataclass_options(cls: type, options: dict[str, bool]) -> dict[str, bool]:
+    """The arguments for `dataclasses.dataclass`, which makes what we do not (`eq`, `order`,
+    the hash, slots, `match_args`): not our `__init__`, `__repr__`, `__setattr__` and
+    `__delattr__`, so `init`, `repr` and `frozen` are what `_record_options` records after."""
     explicit_hash = "__hash__" in cls.__dict__ and not (
         cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__
     )
-    # Frozen to `dataclasses` too (so frozen plain dataclasses can be bases and subclasses,
-    # and slots classes get its pickle support), unless a base is a non-frozen dataclass,
-    # which `dataclasses` would refuse to combine. Our `__setattr__` does the freezing.
-    frozen = all(
-        getattr(base, "__dataclass_params__").frozen  # noqa: B009
-        for base in cls.__mro__[1:]
-        if getattr(base, "__dataclass_fields__", None) is not None
-    )
+    # Frozen to `dataclasses` where a base is a frozen dataclass (it refuses to mix frozen and
+    # not); never where a base is a non-frozen one (likewise): our `__setattr__` freezes.
+    bases = [base for base in cls.__mro__[1:] if "__dataclass_fields__" in base.__dict__]
+    frozen = bool(bases) and all(getattr(b, "__dataclass_params__").frozen for b in bases)  # noqa: B009
     # Hash like a frozen dataclass (by fields) unless the class brings its own.
     unsafe_hash = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
-    repr_ = options["repr"] and own_repr  # `dataclasses` keeps an own `__repr__` anyway.
-    return dict(options, init=False, frozen=frozen, unsafe_hash=unsafe_hash, repr=repr_)
+    return dict(options, init=False, frozen=frozen, unsafe_hash=unsafe_hash, repr=False)
+
+
+def _record_options(cls: type, options: dict[str, bool]) -> None:
+    """What `__dataclass_params__` says of the class: the options as given, frozen unless a
+    base is a non-frozen dataclass (as `dataclasses` would have made it: a frozen plain
+    dataclass may subclass it)."""
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    bases = [base for base in cls.__mro__[1:] if "__dataclass_fields__" in base.__dict__]
+    params.frozen = all(getattr(b, "__dataclass_params__").frozen for b in bases)  # noqa: B009
+    params.init, params.repr = options["init"], options["repr"]
 
 
 class _HiddenDefault:

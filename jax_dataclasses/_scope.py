@@ -37,7 +37,7 @@ class Scope:
     names cannot be read, and a name not found may be one of them.
     """
 
-    __slots__ = ("_frames", "_globals", "_own", "complete")
+    __slots__ = ("_defined", "_frames", "_globals", "_own", "complete")
 
     def __init__(
         self,
@@ -45,11 +45,15 @@ class Scope:
         frames: tuple[FrameType, ...],
         globalns: Mapping[str, Any],
         complete: bool,
+        defined: Mapping[str, Any] | None = None,
     ) -> None:
         self._own = own
         self._frames = frames
         self._globals = globalns
         self.complete = complete
+        self._defined = defined
+        """The name being defined (a class's own name, before the class statement binds it:
+        `children: tuple[Node, ...]` inside `Node`), after the enclosing scopes."""
 
     def namespaces(self, extra: Mapping[str, Any] | None = None) -> Namespaces:
         """The namespaces as they are now (the frames' locals read again), innermost first:
@@ -61,6 +65,8 @@ class Scope:
         if self._own is not None:
             found.append(self._own)
         found.extend(frame.f_locals for frame in self._frames)
+        if self._defined is not None:
+            found.append(self._defined)
         return (*found, self._globals, _BUILTINS, _TYPING)
 
     def is_local(self, index: int, extra: Mapping[str, Any] | None) -> bool:
@@ -70,12 +76,13 @@ class Scope:
 
 
 def class_scope(cls: type) -> Scope:
-    """Where the annotations of class `cls` resolve: its body, then `defining_scope`."""
+    """Where the annotations of class `cls` resolve: its body, then `defining_scope`, with
+    the class's own name (not bound yet while its decorator runs) meaning the class."""
     params: tuple[Any, ...] = getattr(cls, "__type_params__", ())
     own: Mapping[str, Any] = vars(cls)
     if params:  # `class Box[T]`: the type parameters, then the body's names.
         own = {**{p.__name__: p for p in params}, **own}
-    return defining_scope(cls.__qualname__, cls.__module__, own=own)
+    return defining_scope(cls.__qualname__, cls.__module__, own=own, defined={cls.__name__: cls})
 
 
 def defining_scope(
@@ -83,11 +90,13 @@ def defining_scope(
     module: str,
     globalns: Mapping[str, Any] | None = None,
     own: Mapping[str, Any] | None = None,
+    defined: Mapping[str, Any] | None = None,
 ) -> Scope:
     """The scope that defines the class or function `qualname` (its `__qualname__`, defined in
     `module`, or in the namespace `globalns` when known), around its own namespace `own`.
 
-    The enclosing class bodies and functions are found among the running frames by their
+    `defined` holds the name being defined, seen after the enclosing scopes. The enclosing
+    class bodies and functions are found among the running frames by their
     code's `co_qualname` and globals, innermost call first, whatever sits between them and us
     on the stack (a user's wrapper around our decorator). Call it while the class or function
     is being defined: later, a frame of that name may be another call's.
@@ -121,7 +130,7 @@ def defining_scope(
     if globalns is None:
         globalns = module_globals(module)
     frames = tuple(found[scope] for scope in scopes if scope in found)
-    return Scope(own, frames, globalns, functions <= found.keys())
+    return Scope(own, frames, globalns, functions <= found.keys(), defined)
 
 
 if sys.version_info >= (3, 14):

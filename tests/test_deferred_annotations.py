@@ -281,6 +281,28 @@ def test_a_later_class_settles_at_first_use_and_the_class_works_as_any(spelling:
     }
 
 
+RECURSIVE = """
+import jax
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class Node:
+    value: jax.Array
+    children: tuple[Node, ...] = ()
+    parent: Node | None = None
+"""
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_recursive_class_is_decided_at_once(spelling: str) -> None:
+    """Its own name means the class (bound once the decorator returns): nothing to read again
+    at its first use."""
+    node = define(RECURSIVE, spelling).Node
+    assert "settle" not in inspect.getsource(node.__init__)
+    tree = node(jnp.ones(1), (node(jnp.zeros(2)),))
+    assert [leaf.shape for leaf in jax.tree.leaves(tree)] == [(1,), (2,)]
+
+
 JIT_LATER = """
 import jax
 import jax_dataclasses as jdc
