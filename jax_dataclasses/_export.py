@@ -35,10 +35,17 @@ T = TypeVar("T")
 FORMAT = 1
 """The version of the stored layout (`_store`); a reader refuses a newer one."""
 SUPPORTED = (
-    "None, bool, int, float, str, tuples of these, NumPy dtypes (`jnp.dtype(...)`), NumPy and "
-    "jax.numpy scalar types (`jnp.float32`), NumPy scalars (`np.int64(3)`) and members of "
-    "enums defined at module level"
+    "None, bool, int, float, str, tuples of these, NumPy dtypes (`jnp.dtype(...)`; not "
+    "structured or subarray ones), NumPy and jax.numpy scalar types (`jnp.float32`, "
+    "`jnp.floating`), NumPy scalars of up to 64 bits (`np.int64(3)`) and members of enums "
+    "defined at module level"
 )
+_ABSTRACT_TYPES = (
+    np.generic, np.number, np.integer, np.signedinteger, np.unsignedinteger,
+    np.inexact, np.floating, np.complexfloating, np.flexible, np.character,
+)  # fmt: skip
+"""NumPy's abstract scalar types (`jnp.floating is np.floating`), stored by name: they have no
+dtype (NumPy 2 refuses `np.dtype(np.floating)`, NumPy 1 warns and gives float64)."""
 _NAMES: dict[str, type] = {}
 """Each name registered through `register_export`, and its class: a later class of the same
 module and qualified name (a notebook cell run again) takes the name over."""
@@ -73,7 +80,9 @@ def register_export(
     Static values are stored as JSON and come back exactly (type and value): None, bool,
     int, float, str, tuples of these, NumPy dtypes, NumPy and jax.numpy scalar types, NumPy
     scalars and members of module-level enums. Anything else is refused when the exported
-    function is serialized, unless its field has a codec.
+    function is serialized (a `TypeError` naming the class and field), unless its field has a
+    codec; so is NaN (a `ValueError`), which the loaded function, comparing static values with
+    `==`, would never match.
 
     Args:
         cls: a pytree dataclass (or adopted subclass); `Model[int]` means `Model`.
@@ -248,9 +257,18 @@ def _store(cls: type, aux: object, codecs: Mapping[str, _Codec]) -> bytes:
     for field, value in zip(layout.statics, _aux_values(layout, aux), strict=True):
         codec = codecs.get(field)
         stored = _encode_field(cls, field, value, codec)
-        back = _decode(stored, cls, field)
+        back = _decode(json.loads(json.dumps(stored)), cls, field)  # New objects, as loaded.
         back = codec.decode(back) if codec else back
         if not _same(back, value):
+            if type(back) is type(value) and repr(back) == repr(value):
+                raise ValueError(
+                    f"{cls.__qualname__}.{field}: its static value {_short(value)} is not equal "
+                    "to a copy of itself that prints the same, and a loaded function compares "
+                    "the static values it is called with to the stored ones with `==`, so every "
+                    "call would fail. NaN is the usual cause (NaN != NaN): keep it out of static "
+                    "values (None for 'not set', or make the field a child, an array, if its "
+                    "value is data); a class that compares by identity needs an `__eq__`."
+                )
             raise TypeError(
                 f"{cls.__qualname__}.{field}: its static value {value!r} "
                 f"({type(value).__name__}) would come back from a serialized export as "
@@ -343,15 +361,26 @@ def _encode(value: Any) -> object:
         named = owner.__members__.get(checked.name or "") is checked  # Not a Flag combination.
         if named and _find(owner.__module__, owner.__qualname__) is owner:
             return {"enum": f"{owner.__module__}:{owner.__qualname__}", "name": value.name}
-    elif isinstance(checked, np.dtype) and value.names is None:  # Structured: no name.
+    elif isinstance(checked, np.dtype) and _named_exactly(value):
         return {"dtype": str(value)}
     elif isinstance(checked, type(jnp.float32)):  # jnp.float32: a class of JAX's, not NumPy's.
         return {"jax_numpy_type": value.__name__}
     elif isinstance(checked, type) and issubclass(checked, np.generic):
-        return {"numpy_type": np.dtype(value).name}
+        return {"numpy_type": value.__name__ if value in _ABSTRACT_TYPES else np.dtype(value).name}
     elif isinstance(checked, np.generic) and value.dtype.kind in "biuf":
-        return {"numpy_scalar": value.dtype.name, "value": value.item()}
+        item = value.item()  # A longdouble stays a longdouble: JSON has no form for it.
+        if type(item) in (bool, int, float):
+            return {"numpy_scalar": value.dtype.name, "value": item}
     raise _Unsupported(value)
+
+
+def _named_exactly(dtype: np.dtype[Any]) -> bool:
+    """Whether `str(dtype)`, as `_decode` reads it, gives `dtype` back: not for a structured or
+    subarray dtype (NumPy cannot read their names)."""
+    try:
+        return bool(np.dtype(str(dtype)) == dtype)
+    except (TypeError, ValueError):
+        return False
 
 
 class _Unsupported(Exception):
@@ -368,7 +397,9 @@ def _decode(stored: Any, cls: type, field: str) -> object:
     if "dtype" in tagged:
         return np.dtype(tagged["dtype"])
     if "numpy_type" in tagged:
-        return np.dtype(tagged["numpy_type"]).type
+        name = tagged["numpy_type"]
+        abstract = [t for t in _ABSTRACT_TYPES if t.__name__ == name]
+        return abstract[0] if abstract else np.dtype(name).type
     if "numpy_scalar" in tagged:
         return np.dtype(tagged["numpy_scalar"]).type(tagged["value"])
     if "jax_numpy_type" in tagged:
@@ -400,13 +431,14 @@ def _find(module: str, qualname: str) -> Any:
 
 
 def _same(a: object, b: object) -> bool:
-    """Whether `b` is `a` come back: the same type and equal, item by item (NaN is NaN)."""
+    """Whether `b` is `a` come back: the same type and equal, item by item, as a loaded function
+    compares them (so NaN is not NaN)."""
     if type(a) is not type(b):
         return False
     if type(a) is tuple:
         items, others = cast(tuple[object, ...], a), cast(tuple[object, ...], b)
         return len(items) == len(others) and all(map(_same, items, others))
-    return bool(a == b) or (a != a and b != b)
+    return bool(a == b)
 
 
 def _short(value: object) -> str:

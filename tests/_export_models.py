@@ -68,6 +68,7 @@ class Model:
     level: jdc.Static[Level] = Level.LOW
     numpy_dtype: jdc.Static[Any] = np.dtype("float32")
     numpy_type: jdc.Static[Any] = np.int32
+    numpy_kind: jdc.Static[Any] = jnp.floating  # An abstract scalar type: it has no dtype.
     numpy_scalar: jdc.Static[Any] = np.int64(7)
 
 
@@ -94,6 +95,7 @@ def step(model: Model, x: jax.Array) -> tuple[Model, Box[Plain]]:
         level=Level.HIGH,
         numpy_dtype=np.dtype("bfloat16"),
         numpy_type=np.float16,
+        numpy_kind=np.integer,
         numpy_scalar=np.float32(0.25),
     )
     return out, Box(Plain(x.sum()), label="sum")

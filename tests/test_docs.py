@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import pytest
 from doc_blocks import RUNNABLE, blocks, page_options
 from helpers import child_environment
-from load_file import load_file
+from load_file import load_file, load_tool
 from packaging.version import Version
 
 import jax_dataclasses as jdc
@@ -158,6 +158,7 @@ def test_help_of_static_shows_our_docstring() -> None:
 
 
 DEV = load_file(ROOT / "dev.py")
+SCREENSHOTS = load_tool("screenshots")
 
 
 @pytest.mark.subprocess
@@ -194,17 +195,17 @@ def test_the_offline_check_finds_what_a_browser_would_fetch(tmp_path: Path) -> N
     assert len(remote_fetches(style)) == 1
 
 
-@pytest.mark.skipif(not DEV.CHROMIUM.exists(), reason="needs Debian's chromium package")
+@pytest.mark.skipif(not SCREENSHOTS.CHROMIUM.exists(), reason="needs Debian's chromium package")
 @pytest.mark.subprocess
 def test_screenshots_show_rendered_pages(site: Path, tmp_path: Path) -> None:
     """`python3 dev.py screenshots` on the site: every page renders to a picture."""
     shots = tmp_path / "shots"
-    assert DEV.take_screenshots(site, shots) == 0
+    assert SCREENSHOTS.take_screenshots(site, shots) == 0
     pictures = sorted(shots.glob("*.png"))
-    assert len(pictures) == len(DEV.SCREENSHOT_PAGES)
+    assert len(pictures) == len(SCREENSHOTS.PAGES)
     for picture in pictures:  # A blank page compresses to a few kilobytes.
         assert picture.stat().st_size > 30_000, picture.name
-    assert DEV.take_screenshots(tmp_path / "empty", shots) == 1  # no site: refused
+    assert SCREENSHOTS.take_screenshots(tmp_path / "empty", shots) == 1  # no site: refused
 
 
 def test_readme_is_short() -> None:

@@ -9,6 +9,7 @@ every name for the life of the process.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 import pickle
 import subprocess
@@ -101,6 +102,7 @@ def test_every_supported_static_value_comes_back_exactly() -> None:
     assert type(model.shape[0][1]) is tuple and type(model.shape[0][1][1]) is float
     assert model.layers[0].dtype is jnp.bfloat16
     assert model.numpy_type is np.float16 and model.numpy_dtype == np.dtype("bfloat16")
+    assert model.numpy_kind is np.integer
     assert type(model.numpy_scalar) is np.float32 and model.level is models.Level.HIGH
 
 
@@ -256,9 +258,13 @@ ALIAS = np.longlong  # On Linux, a type of its own whose dtype's name ("int64") 
         (Point(1, 2), r"Point\(x=1, y=2\) \(test_export\.Point\), which a serialized"),
         (1 + 2j, r"\(1\+2j\) \(builtins\.complex\), which a serialized"),
         (np.dtype([("a", "<f4")]), r"dtype\(\[\('a', '<f4'\)\]\) \(numpy\.\S+\), which a"),
+        (np.dtype(("f4", (2,))), r"dtype\(\('<f4', \(2,\)\)\) \(numpy\.\S+\), which a"),
         (ALIAS, r"would come back from a serialized export as <class 'numpy\.int64'>"),
+        # 80 bits on Linux x86: JSON has no number for it. Where it is a double, it would come
+        # back as np.float64.
+        (np.longdouble(1.5), r"\(numpy\.longdouble\), which a serialized|would come back as"),
     ],
-    ids=["namedtuple", "complex", "structured dtype", "numpy type alias"],
+    ids=["namedtuple", "complex", "structured dtype", "subarray dtype", "type alias", "longdouble"],
 )
 def test_values_that_cannot_come_back_are_refused(value: object, why: str) -> None:
     if value is ALIAS and np.dtype(np.dtype(ALIAS).name).type is ALIAS:
@@ -274,6 +280,70 @@ def test_values_that_cannot_come_back_are_refused(value: object, why: str) -> No
     with pytest.raises(TypeError, match=r"Odd\.odd: .*" + why) as caught:
         exported.serialize()
     assert "static_codecs={'odd': (encode, decode)})." in str(caught.value)
+
+
+def test_a_long_double_comes_back_through_the_codec_its_refusal_shows() -> None:
+    @jdc.pytree_dataclass
+    class Precise:
+        x: jax.Array
+        eps: jdc.Static[Any] = np.longdouble("1.000000000000000000001")
+
+    jdc.register_export(Precise, "test_export.Precise", static_codecs={"eps": (str, np.longdouble)})
+    precise = Precise(jnp.ones(1))
+    got, _ = roundtrip(lambda p: p, precise)
+    assert type(got.eps) is np.longdouble and got.eps == precise.eps
+
+
+@pytest.mark.parametrize(
+    "kind", [jnp.floating, jnp.integer, jnp.number, jnp.inexact, jnp.complexfloating, np.generic]
+)
+def test_abstract_scalar_types_come_back_as_themselves(kind: type) -> None:
+    @jdc.pytree_dataclass
+    class Kind:
+        x: jax.Array
+        kind: jdc.Static[type] = np.float32
+
+    jdc.register_export(Kind, "test_export.Kind")
+    got, _ = roundtrip(lambda k: k, Kind(jnp.ones(1), kind))
+    assert got.kind is kind
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+
+
+@pytest.mark.parametrize(
+    ("value", "codec"),
+    [
+        (float("nan"), None),
+        (np.float32("nan"), None),
+        ((1, (2.0, float("nan"))), None),
+        (Tolerance(float("nan")), (dataclasses.astuple, lambda fields: Tolerance(*fields))),
+    ],
+    ids=["float", "numpy scalar", "in a tuple", "through a codec"],
+)
+def test_a_nan_static_value_is_refused_when_serialized(
+    value: object, codec: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None
+) -> None:
+    """A loaded function compares its arguments' static values with `==`: with NaN, every call
+    would fail, so the artifact is never written."""
+
+    @jdc.pytree_dataclass
+    class Filled:
+        x: jax.Array
+        fill: jdc.Static[Any] = None
+
+    jdc.register_export(
+        Filled, "test_export.Filled", static_codecs={"fill": codec} if codec else None
+    )
+    exported = jax.export.export(jax.jit(lambda f: f))(Filled(jnp.ones(1), value))
+    with pytest.raises(ValueError) as caught:
+        exported.serialize()
+    message = str(caught.value)
+    assert "<locals>.Filled.fill: its static value " in message
+    assert "is not equal to a copy of itself that prints the same" in message
+    assert "NaN is the usual cause (NaN != NaN): keep it out of static values" in message
 
 
 def test_an_enum_defined_in_a_function_is_refused_when_serialized() -> None:

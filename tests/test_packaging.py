@@ -81,6 +81,7 @@ def test_sdist_carries_what_its_tests_need(dist: Path, tmp_path: Path) -> None:
         "constraints.txt",
         "constraints-oldest.txt",
         "dev.py",
+        "tools/downstream.py",
         ".ci/run",
         ".github/workflows/ci.yml",
     ):

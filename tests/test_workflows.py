@@ -1,4 +1,4 @@
-"""Keep CI, the README, .ci/run, dev.py, downstream/ and pyproject.toml in agreement.
+"""Keep CI, the README, .ci/run, dev.py, tools/, downstream/ and pyproject.toml in agreement.
 
 These tests read the files as data and never import jax_dataclasses.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from doc_blocks import anchors
-from load_file import load_file
+from load_file import load_file, load_tool
 from packaging.specifiers import SpecifierSet  # installed with pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +28,7 @@ BENCH_CHECK_COMMAND = "python3 dev.py bench --check"  # .ci/run only: ratios nee
 CLASSIFIER = re.compile(r"^Programming Language :: Python :: (3\.\d+)$")
 
 
-DOWNSTREAM = load_file(ROOT / "dev_downstream.py")
+DOWNSTREAM = load_tool("downstream")
 DEV = load_file(ROOT / "dev.py")
 
 
@@ -241,10 +241,9 @@ def test_every_development_dependency_is_pinned() -> None:
 
 
 def test_the_quick_loop_and_the_tour_take_what_they_need() -> None:
-    dev = load_file(ROOT / "dev.py")
-    ((name, command),) = dev.steps_for("test-quick", ROOT / ".venv", ["-x"])
+    ((name, command),) = DEV.steps_for("test-quick", ROOT / ".venv", ["-x"])
     assert name == "pytest" and command[-3:] == ["-m", "not subprocess", "-x"]
-    assert dev.TOUR.extra == "" and dev.TOUR.name != dev.NEWEST.name  # base dependencies only
+    assert DEV.TOUR.extra == "" and DEV.TOUR.name != DEV.NEWEST.name  # base dependencies only
 
 
 def test_downstream_type_checks_fail_on_an_error_only_ours_produces() -> None:

@@ -42,9 +42,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-import dev  # dev.py, beside this file: the virtual environments are made as for its corners.
+from tools.venvs import ROOT, ensure_venv, venv_exe  # The venvs are made as dev.py's corners.
 
-ROOT = Path(__file__).resolve().parent
 Entry = TypeVar("Entry")
 LISTS = ROOT / "downstream"  # Committed: pins, differences, deselections.
 CACHE = ROOT / ".downstream"  # Git-ignored.
@@ -550,7 +549,7 @@ def project_venv(project: Project) -> tuple[Path, Path]:
         ["-c", "constraints.txt", "mypy", "pyright"],
     ]
     pins = ["pyproject.toml", f"downstream/{project.name}.txt", "constraints.txt"]
-    return dev.ensure_venv(venv, pins, installs, salt=REFERENCE), overlay
+    return ensure_venv(venv, pins, installs, salt=REFERENCE), overlay
 
 
 def lock(project: Project) -> None:
@@ -558,8 +557,8 @@ def lock(project: Project) -> None:
     venv = CACHE / project.name / "lock-venv"
     shutil.rmtree(venv, ignore_errors=True)
     install = ["-c", "constraints.txt", *project.lock, "-e", "."]
-    dev.ensure_venv(venv, ["pyproject.toml", "constraints.txt"], [install])
-    freeze = [str(dev.venv_exe(venv, "python")), "-m", "pip", "freeze", "--exclude-editable"]
+    ensure_venv(venv, ["pyproject.toml", "constraints.txt"], [install])
+    freeze = [str(venv_exe(venv, "python")), "-m", "pip", "freeze", "--exclude-editable"]
     frozen = subprocess.run(freeze, capture_output=True, text=True, check=True).stdout.split()
     pins = sorted(
         (p for p in frozen if not re.match(r"jax[-_]dataclasses==", p, re.I)), key=str.lower
@@ -609,7 +608,7 @@ def main(names: Sequence[str], relock: bool = False) -> int:
         if tool:
             log(f"{project.name}: converts URDF with {tool}")
         venv, overlay = project_venv(project)
-        python = dev.venv_exe(venv, "python")
+        python = venv_exe(venv, "python")
         sdist = fetch_sdist(project, python)
         if sdist is None:
             problems.append(f"{project.name}: no sdist (see above)")
