@@ -13,6 +13,7 @@ cloudpickle rebuilds (`reload`). Only this module calls the code generator, `reg
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import inspect
 import threading
@@ -26,6 +27,7 @@ from jax import Array
 from jax_dataclasses._codegen import make_functions, take_code
 from jax_dataclasses._construct import (
     UNDECORATED_ATTR,
+    failed_init,
     init_parameters,
     init_source,
     new_fields,
@@ -49,7 +51,7 @@ from jax_dataclasses._frozen import (
     slots_setstate,
 )
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
-from jax_dataclasses._record import Layout, layout_of, register, tree_sources
+from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, register, tree_sources
 from jax_dataclasses._scope import Scope, class_annotations, class_scope, signature_of
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
@@ -113,21 +115,28 @@ def pytree_dataclass(cls: type | None = None, /, **options: bool) -> Any:
         >>> jax.jit(lambda p: p.position + p.mass)(p)
         Array([1., 1., 1.], dtype=float32)
     """
+    checked = _checked_options(options)
+
+    def wrap(target: type) -> type:
+        return _decorate(target, checked)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _checked_options(options: Mapping[str, object]) -> dict[str, bool]:
+    """`dataclasses.dataclass`'s options with its defaults, `options` among them; refused:
+    another keyword, and `frozen=False`."""
     unknown = sorted(options.keys() - _OPTIONS.keys())
     if unknown:
         raise TypeError(f"pytree_dataclass() got an unexpected keyword argument {unknown[0]!r}")
-    options = {**_OPTIONS, **options}
-    if options["frozen"] is not True:
+    checked = {**_OPTIONS, **cast("Mapping[str, bool]", options)}
+    if checked["frozen"] is not True:
         raise TypeError(
             "pytree_dataclass(frozen=False) is not supported: instances are always frozen, "
             "because JAX may share and cache them. Edit a copy with jdc.copy_and_mutate(obj) "
             "or jdc.replace(obj, ...)."
         )
-
-    def wrap(target: type) -> type:
-        return _decorate(target, options)
-
-    return wrap if cls is None else wrap(cls)
+    return checked
 
 
 pytree_dataclass.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # For help() and IDEs at run time.
@@ -136,11 +145,14 @@ pytree_dataclass.__signature__ = inspect.Signature(  # type: ignore[attr-defined
 )
 
 
-def _decorate(target: object, options: dict[str, bool]) -> type:
+def _decorate(target: object, options: dict[str, bool], automatic: bool = False) -> type:
     """Build a decorated class, top to bottom: check it, let `dataclasses` collect its
     fields, declare every field (the one reading of its annotations), generate and compile
-    its functions once, install them once, register it."""
+    its functions once, install them once, register it. `automatic`: a subclass of a base
+    that makes its subclasses pytree dataclasses (`_subclass_hook`), built as it is created;
+    a decorator that comes after builds it again with its own options."""
     cls = _check_decoratable(target)
+    namespace = dict(cls.__dict__) if automatic else None
     own_init = cls.__dict__.get("__init__")
     own_repr = "__repr__" in cls.__dict__
     if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `adopt` before this decorator ran.
@@ -187,8 +199,12 @@ def _decorate(target: object, options: dict[str, bool]) -> type:
         # `dataclasses` gives only frozen slots classes pickle support that skips __setattr__.
         methods["__getstate__"] = slots_getstate
         methods["__setstate__"] = slots_setstate
+    abstract = _abstract_methods(cls)
+    if abstract:  # Refused at construction, as an `abc.ABC` is (`object.__new__` checks).
+        methods["__abstractmethods__"] = abstract
     _record_options(cls, options)
-    layout = _compile(cls, declarations, _Deferral.of(cls, pending, inherited), generate_init)
+    deferral = _Deferral.of(cls, pending, inherited)
+    layout = _compile(cls, declarations, deferral, generate_init, namespace)
     if layout.init is not None:
         methods["__init__"] = layout.init
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
@@ -196,6 +212,23 @@ def _decorate(target: object, options: dict[str, bool]) -> type:
     _install(cls, methods)
     register(layout)
     return cls
+
+
+def _abstract_methods(cls: type) -> frozenset[str]:
+    """The abstract methods of `cls` that nothing overrides, found as `abc.ABCMeta` finds them,
+    for a class `abc.ABCMeta` does not make: a base migrated from `eqx.Module` (an ABC) keeps
+    refusing instances (empty for an ABC: `dataclasses` has it recompute its own)."""
+    if isinstance(cls, abc.ABCMeta):
+        return frozenset()
+    names = {name for name, value in cls.__dict__.items() if _is_abstract(value)}
+    for base in cls.__mro__[1:]:
+        inherited: frozenset[str] = getattr(base, "__abstractmethods__", frozenset())
+        names.update(name for name in inherited if _is_abstract(getattr(cls, name, None)))
+    return frozenset(names)
+
+
+def _is_abstract(value: object) -> bool:
+    return getattr(value, "__isabstractmethod__", False) is True
 
 
 def _run_dataclasses(cls: type, dataclass_options: dict[str, bool], own_doc: bool) -> type:
@@ -249,8 +282,10 @@ def _compile(
     declarations: tuple[Declaration, ...],
     deferral: _Deferral | None,
     generate_init: bool,
+    namespace: Mapping[str, object] | None = None,
 ) -> Layout:
-    """The class's layout, with its generated functions compiled in one go."""
+    """The class's layout, with its generated functions compiled in one go (`namespace`: the
+    one an automatic build started from)."""
     children = tuple(d.name for d in declarations if d.static is None)
     statics = tuple(d.name for d in declarations if d.static is not None)
     sources = tree_sources(cls, children, statics, deferral is not None)
@@ -258,7 +293,7 @@ def _compile(
         sources.append(init_source(cls, statics, deferral is not None))
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
-    return Layout(cls, declarations, functions, reload, settle)
+    return Layout(cls, declarations, functions, reload, settle, namespace)
 
 
 class _Deferral:
@@ -326,19 +361,57 @@ def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
     Every decorated class has one, and each calls the next through `super()`, so a subclass
     with several decorated classes above it (levels, or several bases) meets several: only
     the one of its nearest decorated base (first in its MRO) adopts it, so adoption runs
-    once per class.
+    once per class. Below a base that also carries `typing.dataclass_transform` (as type
+    checkers read it: its subclasses are dataclasses), a subclass is built as a pytree
+    dataclass, with the dataclass options among its class keywords (`class Sub(Base,
+    kw_only=True)`).
     """
     own = cls.__dict__.get("__init_subclass__")
 
     def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
+        nearest = _nearest_decorated_base(sub) is cls
+        automatic = nearest and _makes_pytree_subclasses(sub)
+        options = {name: kwargs.pop(name) for name in _OPTIONS if automatic and name in kwargs}
         if own is not None:
             own.__func__(sub, **kwargs)
         else:
             super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[arg-type]  # mypy wants a class literal; cls is one at run time
-        if _nearest_decorated_base(sub) is cls:
+        if automatic:
+            _build_automatically(sub, options)
+        elif nearest:
             adopt(sub)
 
     return classmethod(__init_subclass__)
+
+
+def _makes_pytree_subclasses(sub: type) -> bool:
+    """Whether a pytree dataclass above `sub` carries `typing.dataclass_transform`."""
+    return any(
+        "__dataclass_transform__" in base.__dict__ and layout_of(base) is not None
+        for base in sub.__mro__[1:]
+    )
+
+
+def _build_automatically(sub: type, options: dict[str, object]) -> None:
+    """Build a subclass as it is created. A build that fails where options could help (fields
+    in an order only `kw_only=True` allows, a plain `TypeError`) leaves the class as it was,
+    with an `__init__` that raises the failure, since a decorator that comes next may build it
+    again with them."""
+    unknown = [name for name in ("slots", "weakref_slot") if options.get(name)]
+    if unknown:
+        raise TypeError(
+            f"{sub.__qualname__}: the class keyword {unknown[0]}=True cannot apply to a class "
+            "built as it is created (slots need a new class). Decorate it instead: "
+            f"@jdc.pytree_dataclass({unknown[0]}=True) above `class {sub.__name__}`."
+        )
+    namespace = dict(sub.__dict__)
+    try:
+        _decorate(sub, _checked_options(options), automatic=True)
+    except TypeError as error:
+        if type(error) is not TypeError:  # `StaticAnnotationError`: no option changes that.
+            raise
+        _restore(sub, namespace)
+        _install(sub, {"__init__": failed_init(sub, error, namespace.get("__init__"))})
 
 
 _HOOK_CODE = _subclass_hook(object).__func__.__code__
@@ -370,16 +443,33 @@ def adopt(sub: type) -> None:
     parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
     # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
     # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
+    methods: dict[str, object] = {}
     owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
     if owner is not object and (owner is sub or layout_of(owner) is None):
         wrapped = wrap_own_init(owner.__dict__["__init__"])
         setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
-        _install(sub, {"__init__": wrapped})
+        methods["__init__"] = wrapped
+    abstract = _abstract_methods(sub)
+    if abstract:
+        methods["__abstractmethods__"] = abstract
+    _install(sub, methods)
     inherited = {d.name: parent.cls for d in parent.declarations} if parent.pending else {}
     register(_compile(sub, parent.declarations, _Deferral.of(sub, (), inherited), False))
 
 
 # -- the methods every class gets, and how they are installed -------------------------------
+
+
+def _restore(cls: type, namespace: Mapping[str, object]) -> None:
+    """Put back the namespace a class's automatic build started from (its registration
+    with JAX stays: a build that follows gives JAX's functions new code)."""
+    for name in [name for name in cls.__dict__ if name not in namespace]:
+        if name != LAYOUT_ATTR:
+            delattr(cls, name)
+    _install(cls, {k: v for k, v in namespace.items() if cls.__dict__.get(k, _GONE) is not v})
+
+
+_GONE = object()
 
 
 def _install(cls: type, attributes: Mapping[str, object]) -> None:
@@ -408,7 +498,10 @@ def _check_decoratable(cls: object) -> type:
             f"pytree_dataclass decorates classes, got {cls!r}. Write @pytree_dataclass (or "
             "@pytree_dataclass(...)) directly above a class statement."
         )
-    if cls.__dict__.get("__setattr__") is frozen_setattr:
+    layout = layout_of(cls)
+    if layout is not None and layout.namespace is not None:  # Built as it was created.
+        _restore(cls, layout.namespace)
+    elif cls.__dict__.get("__setattr__") is frozen_setattr:
         raise TypeError(f"{cls.__qualname__} is already a pytree dataclass: decorate it once.")
     leftover = _other_pytree_maker(cls)
     if leftover is not None:

@@ -450,6 +450,23 @@ def undecorated_init(cls: type, own: Callable[..., None] | None) -> Callable[...
     return __init__
 
 
+def failed_init(cls: type, error: Exception, own: object) -> Callable[..., None]:
+    """`__init__` for a subclass whose build as it was created failed with `error`: it raises
+    that failure, until a decorator builds the class (keeping `own`, the class's own
+    `__init__`, for it)."""
+    message = (
+        f"{cls.__qualname__} could not be made a pytree dataclass when it was created: "
+        f"{str(error).rstrip('.')}. Decorate it with @jdc.pytree_dataclass(...) and the options it needs, or "
+        "give them as class keywords (class Sub(Base, kw_only=True))."
+    )
+
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
+        raise TypeError(message) from error
+
+    setattr(__init__, UNDECORATED_ATTR, own)
+    return __init__
+
+
 def check_constructible(obj: object) -> None:
     """An inherited or own `__init__` is about to construct `obj`: its class must be a
     registered pytree, with its pending annotations decided (`Layout.settle`)."""

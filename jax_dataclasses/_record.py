@@ -47,6 +47,7 @@ class Layout:
         "flatten_with_keys",
         "init",
         "marks",
+        "namespace",
         "reload",
         "statics",
         "unflatten",
@@ -59,6 +60,7 @@ class Layout:
         functions: Mapping[str, Callable[..., Any]],
         reload: Callable[[type, tuple[Declaration, ...]], Layout],
         settle: Callable[[], None] | None = None,
+        namespace: Mapping[str, object] | None = None,
     ) -> None:
         self.cls = cls
         self.declarations = declarations
@@ -78,6 +80,9 @@ class Layout:
         self.reload = reload
         """The builder's entry point for a class cloudpickle rebuilds (`__reduce__`)."""
         self._settle = settle
+        self.namespace = namespace
+        """The class namespace a build as the class was created started from (a subclass of
+        a base that makes pytree subclasses); None for a decorated class."""
 
     @property
     def fields(self) -> tuple[str, ...]:

@@ -1,0 +1,215 @@
+"""What a library moving from equinox (or flax.struct) keeps (issue 34): abstract bases that
+refuse instances, users' subclasses that are pytree dataclasses without a decorator (or with
+one), `__post_init__` chains as the standard library runs them, and `replace` on a class with
+its own `__init__`."""
+
+from __future__ import annotations
+
+import abc
+import copy
+import dataclasses
+import warnings
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from helpers import children, statics
+from typing_extensions import dataclass_transform
+
+import jax_dataclasses as jdc
+
+
+def refusal(cls: type) -> str:
+    with pytest.raises(TypeError) as caught:
+        cls()
+    return str(caught.value)
+
+
+class TestAbstractBases:
+    def test_an_abstract_method_refuses_instances_as_an_abc_does(self) -> None:
+        @jdc.pytree_dataclass
+        class Kernel:
+            @abc.abstractmethod
+            def evaluate(self, x: jax.Array) -> jax.Array: ...
+
+        @jdc.pytree_dataclass
+        class AsAbc(abc.ABC):
+            @abc.abstractmethod
+            def evaluate(self, x: jax.Array) -> jax.Array: ...
+
+        assert refusal(Kernel) == refusal(AsAbc).replace("AsAbc", "Kernel")
+        assert "abstract method evaluate" in refusal(Kernel)
+
+    def test_subclasses_are_concrete_once_they_implement_every_method(self) -> None:
+        @jdc.pytree_dataclass
+        class Kernel:
+            scale: jax.Array = 1.0
+
+            @abc.abstractmethod
+            def evaluate(self, x: jax.Array) -> jax.Array: ...
+
+            @property
+            @abc.abstractmethod
+            def name(self) -> str: ...
+
+        class Half(Kernel):  # Adopted: no decorator, no new field.
+            def evaluate(self, x: jax.Array) -> jax.Array:
+                return self.scale * x
+
+        @jdc.pytree_dataclass
+        class RBF(Half):
+            lengthscale: jax.Array = 2.0
+
+            @property
+            def name(self) -> str:
+                return "rbf"
+
+        assert "abstract method name" in refusal(Half)
+        rbf = RBF()
+        assert rbf.evaluate(jnp.ones(1)).tolist() == [1.0]
+        doubled = jax.tree.map(lambda v: v * 2, rbf)  # Unflatten: never blocked.
+        assert (doubled.scale, doubled.lengthscale) == (2.0, 4.0)
+        assert copy.deepcopy(rbf) == rbf
+
+
+@dataclass_transform()
+@jdc.pytree_dataclass
+class Kernel(abc.ABC):
+    """A library's base: its users' subclasses are pytree dataclasses."""
+
+    scale: jax.Array = dataclasses.field(default_factory=lambda: jnp.ones(()))
+
+    def __init_subclass__(cls, *, kw_only: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+
+    @abc.abstractmethod
+    def evaluate(self, x: jax.Array) -> jax.Array: ...
+
+
+class TestUsersSubclasses:
+    def test_a_subclass_without_decorator_is_a_pytree_dataclass(self) -> None:
+        class SpectralMixture(Kernel):
+            weights: jax.Array = None
+            components: jdc.Static[int] = 2
+
+            def evaluate(self, x: jax.Array) -> jax.Array:
+                return self.scale * self.weights * x
+
+        mixture = SpectralMixture(weights=jnp.ones(2))
+        assert children(SpectralMixture) == ("scale", "weights")
+        assert statics(SpectralMixture) == ("components",)
+        assert dataclasses.is_dataclass(mixture) and mixture.components == 2
+        step = jax.jit(lambda k: k.evaluate(jnp.ones(2)))
+        assert step(mixture).tolist() == [1.0, 1.0]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            mixture.weights = jnp.zeros(2)  # type: ignore[misc]
+        assert "abstract method evaluate" in refusal(type("Partial", (Kernel,), {}))
+
+    def test_a_decorator_on_such_a_subclass_applies_its_options(self) -> None:
+        @jdc.pytree_dataclass(kw_only=True, order=True)
+        class Shifted(Kernel):
+            shift: jax.Array
+
+            def evaluate(self, x: jax.Array) -> jax.Array:
+                return x + self.shift
+
+        low, high = Shifted(shift=1.0), Shifted(shift=2.0)
+        assert low < high and "shift=1.0" in repr(low)
+        with pytest.raises(TypeError):
+            Shifted(jnp.ones(()), 1.0)  # type: ignore[misc]  # kw_only: shift by name
+        assert jax.tree.leaves(jax.tree.map(lambda v: v + 1, low)) == [2.0, 2.0]
+        with pytest.raises(TypeError, match="decorate it once"):
+            jdc.pytree_dataclass(Shifted)
+
+    def test_class_keywords_are_the_options(self) -> None:
+        class Keyword(Kernel, kw_only=True):
+            shift: jax.Array
+
+            def evaluate(self, x: jax.Array) -> jax.Array:
+                return x + self.shift
+
+        assert Keyword(shift=jnp.zeros(1)).evaluate(jnp.ones(1)).tolist() == [1.0]
+
+    def test_a_subclass_the_default_options_cannot_build_waits_for_a_decorator(self) -> None:
+        class Unordered(Kernel):  # `shift` has no default after the base's `scale`.
+            shift: jax.Array
+
+            def evaluate(self, x: jax.Array) -> jax.Array:
+                return x
+
+        with pytest.raises(TypeError) as caught:
+            Unordered(1.0)  # type: ignore[call-arg]
+        message = str(caught.value)
+        assert "Unordered could not be made a pytree dataclass" in message
+        assert "non-default argument 'shift'" in message and "kw_only=True" in message
+        rebuilt = jdc.pytree_dataclass(kw_only=True)(Unordered)
+        assert rebuilt(shift=jnp.ones(1)).shift.tolist() == [1.0]
+
+    def test_errors_no_option_can_mend_are_raised_when_the_class_is_created(self) -> None:
+        from typing import Optional
+
+        with pytest.raises(jdc.StaticAnnotationError, match="field 'depth' of"):
+
+            class Nested(Kernel):
+                depth: Optional[jdc.Static[int]] = None  # noqa: UP045
+
+        with pytest.raises(TypeError, match="slots=True"):
+
+            class Slotted(Kernel, slots=True):  # type: ignore[call-arg]
+                pass
+
+
+class TestPostInitChains:
+    """As in the standard library (equinox runs every `__check_init__` up the hierarchy
+    instead): a subclass's `__post_init__` replaces its base's unless it calls it."""
+
+    @pytest.mark.parametrize("calls_super", [False, True])
+    def test_a_subclass_post_init_replaces_the_bases_unless_it_calls_it(
+        self, calls_super: bool
+    ) -> None:
+        runs: dict[str, list[str]] = {"ours": [], "std": []}
+
+        def make(decorate: Any, key: str) -> type:
+            @decorate
+            class Base:
+                x: float = 1.0
+
+                def __post_init__(self) -> None:
+                    runs[key].append("base")
+
+            @decorate
+            class Sub(Base):
+                def __post_init__(self) -> None:
+                    if calls_super:
+                        super().__post_init__()
+                    runs[key].append("sub")
+
+            return Sub
+
+        make(jdc.pytree_dataclass, "ours")()
+        make(dataclasses.dataclass(frozen=True), "std")()
+        assert runs["ours"] == runs["std"] == (["base", "sub"] if calls_super else ["sub"])
+
+
+class TestReplaceWithOwnInit:
+    def test_replace_runs_the_own_init_with_every_field_as_a_keyword(self) -> None:
+        """A same-named parameter of another meaning misbinds, as with the standard
+        library's `replace` (`jdc.replace` is `dataclasses.replace`); `copy_and_mutate` runs
+        no `__init__`."""
+
+        @jdc.pytree_dataclass
+        class Normalised:
+            total: jax.Array
+
+            def __init__(self, total: jax.Array) -> None:
+                self.total = total / 2  # `total` means the raw sum here.
+
+        halved = Normalised(jnp.asarray(8.0))
+        assert jdc.replace(halved).total == 2.0  # Divided again.
+        with jdc.copy_and_mutate(halved) as copy:
+            pass
+        assert copy.total == 4.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert jdc.replace is dataclasses.replace
