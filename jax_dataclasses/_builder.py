@@ -337,10 +337,7 @@ class _Deferral:
         base = self.inherited.get(declared.name)
         if base is None:
             return declared
-        base_layout = layout_of(base)
-        if base_layout is None:  # Our bug: a registered base stays registered.
-            raise RuntimeError(f"{base.__qualname__} lost its registration")
-        base_layout.settle()
+        cast(Layout, layout_of(base)).settle()  # A registered base stays registered.
         return cast(Layout, layout_of(base)).declaration(declared.name)
 
 

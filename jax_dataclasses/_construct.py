@@ -24,11 +24,11 @@ import inspect
 import sys
 from collections.abc import Callable
 from contextvars import ContextVar, Token
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
 from jax_dataclasses._declarations import is_initvar
-from jax_dataclasses._record import LAYOUT_ATTR, layout_of
+from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of
 from jax_dataclasses._scope import class_annotations, is_classvar
 from jax_dataclasses._static_values import OK_TYPES, check_static_value, warn_once
 
@@ -301,8 +301,7 @@ def run_post_init(obj: object, derived: tuple[str, ...], *initvars: object) -> N
 
 
 def _warn_derived(cls: type, name: str) -> None:
-    layout = layout_of(cls)
-    if layout is not None and name in layout.statics:
+    if name in cast(Layout, layout_of(cls)).statics:  # Only registered classes run it.
         what = (
             "it is static (part of the tree structure), and JAX rebuilds objects without "
             "running __post_init__, so when the fields it is computed from change (jax.tree.map, "

@@ -305,7 +305,7 @@ def _check_copy(copy: object, block: _Block, containers: list[tuple[Any, Any]]) 
             if key is not None and (
                 item is was
                 or origin.get(id(item), _NOT_COPIED) is was
-                or (_is_leaf(item) and _is_leaf(was) and leaf_difference(was, item) is None)
+                or (_is_uncopied(item) and _is_uncopied(was) and leaf_difference(was, item) is None)
             ):
                 continue
             if paths is None:
@@ -336,7 +336,7 @@ def _changeable(
     for obj in block.assigned.values():
         read = cast(_Dataclass, _KINDS[type(obj)]).read_keyed
         pairs = zip(read(obj)[0], read(original_of[id(obj)])[0], strict=True)
-        yield obj, _same, ((key, item, was) for (key, item), (_, was) in pairs)
+        yield obj, _key_as_is, ((key, item, was) for (key, item), (_, was) in pairs)
     for new, old in containers:
         kind = type_of(new)
         if kind is tuple:
@@ -358,12 +358,12 @@ def _changeable(
             old_children, old_structure = keyed_level(old)
             if structure == old_structure:
                 pairs = zip(children, old_children, strict=True)
-                yield new, _same, ((path[0], item, was) for (path, item), (_, was) in pairs)
+                yield new, _key_as_is, ((path[0], item, was) for (path, item), (_, was) in pairs)
                 continue
-        yield new, _same, [(None, new, old)]  # Compared (and explained) as a whole.
+        yield new, _key_as_is, [(None, new, old)]  # Compared (and explained) as a whole.
 
 
-def _same(key: Any) -> Any:
+def _key_as_is(key: Any) -> Any:
     return key
 
 
@@ -389,11 +389,14 @@ def _paths(tree: object) -> dict[int, KeyPath]:
         paths[id(node)] = path
         on_path.add(id(node))
         stack.append(id(node))
-        stack.extend(((*path, key), child) for key, child in node_level[1] if not _is_leaf(child))
+        stack.extend(
+            ((*path, key), child) for key, child in node_level[1] if not _is_uncopied(child)
+        )
     return paths
 
 
-def _is_leaf(node: object) -> bool:
+def _is_uncopied(node: object) -> bool:
+    """A leaf: what the copy shares with the original instead of copying."""
     return _kind_of(node) is None
 
 

@@ -259,7 +259,7 @@ def _store(cls: type, aux: object, codecs: Mapping[str, _Codec]) -> bytes:
         stored = _encode_field(cls, field, value, codec)
         back = _decode(json.loads(json.dumps(stored)), cls, field)  # New objects, as loaded.
         back = codec.decode(back) if codec else back
-        if not _same(back, value):
+        if not _comes_back_as(value, back):
             if type(back) is type(value) and repr(back) == repr(value):
                 raise ValueError(
                     f"{cls.__qualname__}.{field}: its static value {_short(value)} is not equal "
@@ -430,14 +430,14 @@ def _find(module: str, qualname: str) -> Any:
     return found
 
 
-def _same(a: object, b: object) -> bool:
+def _comes_back_as(a: object, b: object) -> bool:
     """Whether `b` is `a` come back: the same type and equal, item by item, as a loaded function
     compares them (so NaN is not NaN)."""
     if type(a) is not type(b):
         return False
     if type(a) is tuple:
         items, others = cast(tuple[object, ...], a), cast(tuple[object, ...], b)
-        return len(items) == len(others) and all(map(_same, items, others))
+        return len(items) == len(others) and all(map(_comes_back_as, items, others))
     return bool(a == b)
 
 

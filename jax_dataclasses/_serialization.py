@@ -37,7 +37,7 @@ FLAX_SERIALIZATION = "flax.serialization"
 _ARRAY_LIKE = (Array, np.ndarray, np.generic, bool, int, float, complex)
 
 
-def _is_leaf(value: object) -> bool:
+def _is_array_like(value: object) -> bool:
     """Array-like: a target child that is one must be restored to one (or None)."""
     return isinstance(value, _ARRAY_LIKE)
 
@@ -201,7 +201,7 @@ def _from_state_dict(flax: _FlaxSerialization, target: object, state: object) ->
                 f"cannot restore field {name!r} of {where}: its state lacks the entry "
                 f"{error} that the target's structure needs."
             ) from error
-        if _is_leaf(old) and not (new is None or _is_leaf(new)):
+        if _is_array_like(old) and not (new is None or _is_array_like(new)):
             raise ValueError(
                 f"cannot restore field {name!r} of {where}: the target holds an array but the "
                 f"state holds a {type(new).__qualname__}. The saved tree does not have the "

@@ -34,7 +34,7 @@ from jax_dataclasses._forms import (
     is_entry,
 )
 from jax_dataclasses._printing import array_summary
-from jax_dataclasses._record import layout_of
+from jax_dataclasses._record import Layout, layout_of
 from jax_dataclasses._tree_api import (
     KeyPath,
     keyed_children,
@@ -79,11 +79,9 @@ class _Declaration:
 def _class_declarations(cls: type) -> dict[str, _Declaration]:
     """The declared fields of pytree dataclass `cls` (its child fields annotated `Sharded`), as
     the class stores them."""
-    layout = layout_of(cls)
-    if layout is None:
-        return {}
+    layout = cast(Layout, layout_of(cls))  # The walk meets only registered classes here.
     layout.settle()
-    current = layout_of(cls) or layout  # Settled: the new record.
+    current = cast(Layout, layout_of(cls))  # Settled: the class's record now.
     return {
         d.name: _Declaration(d.axes, cls.__qualname__, d.name)
         for d in current.declarations

@@ -24,7 +24,7 @@ from jax import Array, core
 
 from jax_dataclasses._codegen import FILENAME_PREFIX
 from jax_dataclasses._forms import Mark
-from jax_dataclasses._record import layout_of
+from jax_dataclasses._record import Layout, layout_of
 
 
 class StaticFieldWarning(UserWarning):
@@ -120,8 +120,8 @@ def _problem(value: object) -> str | None:
 
 def _unmark(cls: type, field: str) -> str:
     """How to make `field` a child: undo whatever made it static."""
-    layout = layout_of(cls)
-    mark = layout.marks[layout.statics.index(field)] if layout else Mark.ANNOTATION
+    layout = cast(Layout, layout_of(cls))  # Only registered classes check static values.
+    mark = layout.marks[layout.statics.index(field)]
     if mark is Mark.ANNOTATION:
         return "remove Static[...] from its annotation"
     if mark is Mark.STATIC_FIELD:

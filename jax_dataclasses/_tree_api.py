@@ -14,9 +14,6 @@ from jax import tree_util
 class Treedef(Hashable, Protocol):
     """A `PyTreeDef`: the parts of its interface we use."""
 
-    @property
-    def num_nodes(self) -> int: ...
-
     def unflatten(self, leaves: Iterable[Any], /) -> Any: ...
 
 
