@@ -335,7 +335,7 @@ def test_the_checker_reports_a_planted_violation(planted: str, tmp_path: Path) -
     assert not any(found() for found in report.values())  # The copy is clean before.
     if module == "<design>":  # A row added to the mechanism table.
         text = design.read_text()
-        table = text.index("| 1 | one code generator")
+        table = text.index("| 1 | one builder")
         design.write_text(text[:table] + code + "\n" + text[table:])
     else:
         path = copy / f"{module}.py"
