@@ -34,7 +34,16 @@ from jax_dataclasses._tree_api import flatten_one_level, keyed_level, keystr, ty
 
 @dataclasses.dataclass(frozen=True)
 class JitChange:
-    """One difference between two trees that makes `jax.jit` trace or compile again."""
+    """One difference between two trees that makes `jax.jit` trace or compile again: an item
+    of what `jdc.jit_diff` returns.
+
+    Examples:
+        >>> (change,) = jdc.jit_diff({"lr": 0.1}, {"lr": jnp.float32(0.1)})
+        >>> change.path, change.kind, change.before, change.after
+        ("['lr']", 'weak type', 'Python float', 'f32[]')
+        >>> change.fix
+        'a Python number (and an array made from one, ...) is weakly typed ...'
+    """
 
     path: str
     """Where, as a key path (`.layers[2].n_heads`); for a call, from the argument's name."""
@@ -52,8 +61,17 @@ class JitChange:
 
 
 class JitDiff(tuple[JitChange, ...]):
-    """The differences `jit_diff` found, in key path order; empty (and false) when `jax.jit`
-    would reuse the compilation. Prints one difference per line."""
+    """The differences `jdc.jit_diff` found, in key path order: a tuple of `JitChange`s, empty
+    (and false) when `jax.jit` would reuse the compilation. Prints one difference per line.
+
+    Examples:
+        >>> diff = jdc.jit_diff([jnp.ones(3), jnp.ones(2)], [jnp.ones(4), jnp.ones(2, int)])
+        >>> len(diff), bool(jdc.jit_diff(jnp.ones(3), jnp.zeros(3)))
+        (2, False)
+        >>> print(diff)
+        [0]: f32[3] → f32[4] (shape)
+        [1]: f32[2] → i32[2] (dtype)
+    """
 
     def __str__(self) -> str:
         if not self:

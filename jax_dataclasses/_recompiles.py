@@ -62,6 +62,20 @@ class RecompileWarning(UserWarning):
     The message names what changed in the arguments against the nearest earlier call that
     compiled. Emitted once per new compilation, at the line that called the function. Make it
     an error in a test with `warnings.simplefilter("error", jdc.RecompileWarning)`.
+
+    Examples:
+        >>> import warnings
+        >>> @jdc.jit(explain_recompiles="warn")
+        ... def tile(x: jax.Array, times: jdc.Static[int]) -> jax.Array:
+        ...     return jnp.tile(x, times)
+        >>> _ = tile(jnp.ones(2), 2)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error", jdc.RecompileWarning)
+        ...     try:
+        ...         _ = tile(jnp.ones(2), 3)
+        ...     except jdc.RecompileWarning as warning:
+        ...         print(str(warning).splitlines()[1])
+          times: 2 → 3 (static argument)
     """
 
 
