@@ -26,6 +26,7 @@ import jax
 
 from jax_dataclasses._explain import (
     Call,
+    JitDiff,
     Record,
     call_differences,
     local_name,
@@ -221,8 +222,7 @@ class _Explained:
         if not earlier:
             return
         nearest, against = min(
-            ((call_differences(old, call), n) for old, n in earlier),
-            key=lambda found: (len(found[0]), -found[1]),
+            ((call_differences(old, call), n) for old, n in earlier), key=_distance
         )
         head = f"jax.jit {'traced' if traced else 'compiled'} {self._name} again ({counts}); "
         if nearest:
@@ -256,6 +256,14 @@ class _Explained:
         for key, value in kwargs.items():
             arguments.append((key, "by keyword", (static if key in argnames else record)(value)))
         return Call(tuple(arguments))
+
+
+def _distance(found: tuple[JitDiff, int]) -> tuple[int, int, int]:
+    """How far an earlier compilation is: its structure's differences first, then the others,
+    then how long ago (the latest of equals is nearest)."""
+    diff, number = found
+    structural = sum(change.kind in ("structure", "class") for change in diff)
+    return structural, len(diff), -number
 
 
 _ELSEWHERE = (
