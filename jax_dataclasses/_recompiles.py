@@ -86,7 +86,7 @@ def explain_recompiles(jitted: _F, /, *, report: Report = "warn") -> _F:
     The report names what changed in the arguments against the nearest earlier call that
     compiled, as `jit_diff` names it, from the argument's name (`state.layers[2].n_heads: 8
     → 4`), with the counts of traces and compilations so far; the first compilation is not
-    reported. A call that reuses a compilation costs a few hundred nanoseconds more. Only
+    reported. A call that reuses a compilation costs about a microsecond more. Only
     shapes, dtypes, shardings and static values of the last 32 compilations are kept, never
     an array. `jdc.jit(..., explain_recompiles=report)` does the same, knowing which
     arguments are static; here a static argument that is a Python number is named (as a

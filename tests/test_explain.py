@@ -342,6 +342,20 @@ class TestReports:
         (report,) = recompile_reports(tile, (jnp.ones(2), 2), (jnp.ones(2), 3))
         assert report.endswith("\n  times: 2 → 3 (static argument)")
 
+    def test_a_change_of_value_is_nearer_than_one_of_structure(self) -> None:
+        @jdc.jit(explain_recompiles="warn")
+        def tile(x: jax.Array, times: jdc.Static[int]) -> jax.Array:
+            return jnp.tile(x, times)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", jdc.RecompileWarning)
+            tile(jnp.ones(2), 3)
+            tile(jnp.ones(2), times=3)  # The latest, and one difference away, of structure.
+        (report,) = recompile_reports(tile, (jnp.ones(2), 2))
+        assert report.endswith(
+            "the nearest earlier compilation (the 1st) in:\n  times: 3 → 2 (static argument)"
+        )
+
     def test_a_static_argument_of_a_plain_jit_as_a_value(self) -> None:
         tile = jdc.explain_recompiles(jax.jit(jnp.tile, static_argnums=1))
         (report,) = recompile_reports(tile, (jnp.ones(2), 2), (jnp.ones(2), 3))
