@@ -75,7 +75,10 @@ class JitDiff(tuple[JitChange, ...]):
 
     def __str__(self) -> str:
         if not self:
-            return "no difference: same tree structure, static values, shapes, dtypes, weak types and shardings"
+            return (
+                "no difference: same tree structure, static values, shapes, dtypes, weak types "
+                "and shardings"
+            )
         return "\n".join(map(str, self))
 
 
@@ -108,7 +111,8 @@ class _Static:
         """The value (`_GONE` when only a weak reference was kept, and it died) and its text."""
         held = self.held
         if isinstance(held, weakref.ref):
-            held = cast("weakref.ref[object]", held)() or _GONE
+            held = cast("weakref.ref[object]", held)()
+            return (_GONE if held is None else held), self.text
         return held, self.text
 
 
@@ -418,9 +422,12 @@ def _never_equal(old: tuple[object, str], new: tuple[object, str]) -> str:
     again = old[1] == new[1]  # The same function or class, by name (the old one may be gone).
     if isinstance(value, types.FunctionType):
         return _PER_CALL if again else ""
-    problem = _nan(value) or value_problem(value)
+    nan = _nan(value)
+    if nan is not None:
+        return nan
+    problem = value_problem(value)  # Unhashable, or hashed by identity (construction's check).
     if problem is not None and problem != "array":
-        return problem if problem.startswith("NaN") else f"{problem}: {_BY_VALUE}"
+        return f"{problem}: {_BY_VALUE}"
     if again and _by_identity(value):
         return (
             f"{_type_name(value)} compares by identity, so every new object compiles "
@@ -434,7 +441,10 @@ _PER_CALL = (
     "compares by identity, so every call compiles again: define it once (at module level) and "
     "pass the same function"
 )
-_BY_VALUE = "use an immutable value that compares by value (a tuple, a frozen dataclass, a string, a number)"
+_BY_VALUE = (
+    "use an immutable value that compares by value (a tuple, a frozen dataclass, a string, a "
+    "number)"
+)
 
 
 def _type_name(value: object) -> str:
