@@ -1,4 +1,5 @@
-"""Dispatch cost of `jdc.jit` against `jax.jit(static_argnames=...)` on the same function.
+"""Dispatch cost of `jdc.jit` against `jax.jit(static_argnames=...)` on the same function, and
+with `explain_recompiles` on (a wrapper around it).
 
 The argument is a model of N pytree_dataclass nodes (two array children, one static field
 each) plus one `Static[int]`. Both variants are compiled first, then timed in interleaved ABBA
@@ -65,6 +66,7 @@ def _cases(model: Model) -> dict[str, dict[str, Callable[[], object]]]:
     ours: Any = jdc.jit(forward)
     reference: Any = jax.jit(forward, static_argnames="power")
     control: Any = jax.jit(forward, static_argnames="power")
+    explained: Any = jdc.jit(forward, explain_recompiles="warn")
     same = (ours._jit_info.static_argnums, ours._jit_info.static_argnames) == (
         reference._jit_info.static_argnums,
         reference._jit_info.static_argnames,
@@ -86,6 +88,10 @@ def _cases(model: Model) -> dict[str, dict[str, Callable[[], object]]]:
         "method": {
             "ours": lambda: model.forward_ours(2),
             "jax.jit": lambda: model.forward_jax(2),
+        },
+        "explain_recompiles on, static by position (a cache hit)": {
+            "ours": lambda: explained(model, 2),
+            "jax.jit": lambda: reference(model, 2),
         },
     }
     for variants in cases.values():

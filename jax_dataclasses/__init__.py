@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 # 1.6's __init__ bound these private modules as attributes, and code built on them uses them so
 # (`_dataclasses` is imported when first used: defining its dataclass costs 0.5 ms at import).
-# The sharding functions and export are imported when first used too (0.9 and 0.3 ms at import).
+# The sharding functions, export and the recompilation reports are imported when first used too
+# (0.9, 0.3 and 5.6 ms at import).
 from jax_dataclasses import _copy_and_mutate as _copy_and_mutate
 from jax_dataclasses._construct import DerivedFieldWarning
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
     from typing import Annotated as Sharded
 
     from jax_dataclasses import _dataclasses as _dataclasses
+    from jax_dataclasses._explain import JitChange, JitDiff, jit_diff
     from jax_dataclasses._export import register_export
+    from jax_dataclasses._recompiles import RecompileWarning, explain_recompiles
     from jax_dataclasses._sharding import (
         check_shardings,
         partition_specs,
@@ -49,10 +52,12 @@ if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown
             "shardings",
         ]
     )
+    _EXPLAIN = frozenset(["JitChange", "JitDiff", "jit_diff"])
+    _RECOMPILES = frozenset(["RecompileWarning", "explain_recompiles"])
 
     def __getattr__(name: str) -> object:
         """The names bound on first use (see above): 1.6's private `_dataclasses` module,
-        sharding declarations and `register_export`."""
+        sharding declarations, `register_export`, and why jit compiles again."""
         if name == "_dataclasses":
             import jax_dataclasses._dataclasses as module
 
@@ -65,18 +70,30 @@ if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown
             from jax_dataclasses._export import register_export
 
             return register_export
+        if name in _EXPLAIN:
+            import jax_dataclasses._explain as explain
+
+            return getattr(explain, name)
+        if name in _RECOMPILES:
+            import jax_dataclasses._recompiles as recompiles
+
+            return getattr(recompiles, name)
         raise AttributeError(f"module 'jax_dataclasses' has no attribute {name!r}")
 
     def __dir__() -> list[str]:
         """The module's names, those bound on first use among them (for tab completion)."""
-        return sorted({*globals(), *_SHARDING, "register_export", "_dataclasses"})
+        lazy = {*_SHARDING, *_EXPLAIN, *_RECOMPILES, "register_export", "_dataclasses"}
+        return sorted({*globals(), *lazy})
 
 
 __all__ = [
     "AnnotationMismatchError",
     "DerivedFieldWarning",
     "EnforcedAnnotationsMixin",
+    "JitChange",
+    "JitDiff",
     "MutationValidationError",
+    "RecompileWarning",
     "Sharded",
     "ShardingDeclarationError",
     "Static",
@@ -86,11 +103,13 @@ __all__ = [
     "astuple",
     "check_shardings",
     "copy_and_mutate",
+    "explain_recompiles",
     "field",
     "fields",
     "from_v1_6_layout",
     "is_dataclass",
     "jit",
+    "jit_diff",
     "partition_specs",
     "pformat",
     "pprint",

@@ -15,6 +15,7 @@ from types import MethodType
 from typing import (
     TYPE_CHECKING,
     Any,
+    Literal,
     Protocol,
     TypedDict,
     TypeVar,
@@ -55,6 +56,8 @@ class JitOptions(TypedDict, total=False):
     backend: str | None
     inline: bool
     compiler_options: dict[str, Any] | None
+    explain_recompiles: Literal["warn", "log"] | None
+    """Ours, not `jax.jit`'s: report each new compilation (`explain_recompiles`)."""
 
 
 class JitDecorator(Protocol):
@@ -107,13 +110,15 @@ def jit(fn: Any = None, /, **options: Any) -> Any:
     functions, methods, `staticmethod`s and `classmethod`s (whose `cls` is static; put
     `@jit` above `@classmethod`). Positional-only static parameters become
     `static_argnums`, the others `static_argnames`. For a function, method or staticmethod,
-    the result is `jax.jit`'s own object, with `lower`, `trace` and `eval_shape`; a
-    classmethod comes back as a classmethod around it. To type checkers, the result is the
-    function itself.
+    the result is `jax.jit`'s own object (with `explain_recompiles`, a wrapper that
+    forwards to it), with `lower`, `trace` and `eval_shape`; a classmethod comes back as a
+    classmethod around it. To type checkers, the result is the function itself.
 
     Args:
         fn: The function, when used without parentheses.
-        **options: Keywords of `jax.jit` (`donate_argnums`, `in_shardings`, ...).
+        **options: Keywords of `jax.jit` (`donate_argnums`, `in_shardings`, ...), and
+            `explain_recompiles="warn"` or `"log"`: report each new compilation, naming what
+            changed in the arguments (`jdc.explain_recompiles`); off by default.
 
     Returns:
         The jitted function (or, with parentheses, a decorator that makes one).
@@ -173,6 +178,7 @@ def _jit_callable(
     params: Mapping[str, Parameter] = signature.parameters if signature else {}
     where = getattr(fn, "__qualname__", repr(fn))
     opts = dict(options)
+    explain = opts.pop("explain_recompiles", None)
     static = _selected(
         params, where, "static", opts.pop("static_argnums", None), opts.pop("static_argnames", None)
     )
@@ -203,7 +209,12 @@ def _jit_callable(
     )
     if pending and signature is not None:
         fn = _deciding_first(fn, pending, signature)
-    return _jax_jit(fn, static_argnums=tuple(argnums), static_argnames=tuple(argnames), **opts)
+    jitted = _jax_jit(fn, static_argnums=tuple(argnums), static_argnames=tuple(argnames), **opts)
+    if explain is None:
+        return jitted
+    from jax_dataclasses._recompiles import explained  # Imported when first asked for.
+
+    return explained(jitted, explain, argnums, argnames)
 
 
 def _deciding_first(

@@ -77,7 +77,7 @@ def _is_identity_hashed(value: object) -> bool:
     )
 
 
-def _problem(value: object) -> str | None:
+def value_problem(value: object) -> str | None:
     """Return 'array', a warning text, or None if `value` is a good static value."""
     kind = type(value)
     if kind in OK_TYPES:
@@ -100,7 +100,7 @@ def _problem(value: object) -> str | None:
     if isinstance(value, _CONTAINERS):
         # pyright sees items of unknown type; any item is fine (no cast: this runs per instance).
         for item in value:  # pyright: ignore[reportUnknownVariableType]
-            found = _problem(item)  # pyright: ignore[reportUnknownArgumentType]
+            found = value_problem(item)  # pyright: ignore[reportUnknownArgumentType]
             if found is not None:
                 return found
         return None
@@ -133,7 +133,7 @@ def _unmark(cls: type, field: str) -> str:
 def check_static_value(cls: type, field: str, value: object) -> None:
     """Reject traced arrays in static fields; warn once per class and field about values JAX
     cannot cache reliably (unhashable ones, concrete arrays among them)."""
-    problem = _problem(value)
+    problem = value_problem(value)
     if problem is None:
         return
     where = f"static field {field!r} of {cls.__qualname__}"

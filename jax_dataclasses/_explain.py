@@ -1,0 +1,485 @@
+"""Why `jax.jit` compiles again, in field terms: `jit_diff` (docs/design.md §17).
+
+`jax.jit` finds a compilation by the arguments' tree structure (classes, container lengths and
+keys, and every static value, compared with `==`), each leaf's shape, dtype, weak type and
+sharding, and the static arguments. A *record* of a tree keeps exactly that, by key path, and
+never an array: shapes, dtypes, shardings and static values (those compared by identity through
+weak references, so that a record keeps nothing alive). Two records compare into the
+differences, named in the package's terms (`.layers[2].n_heads: 8 → 4`), each static value
+that can never hit the cache with its fix (an identity-hashed object, a function made per call,
+NaN, an array). A static value's own judgement (unhashable, identity-hashed, an array) is
+`_static_values.value_problem`, the one construction uses; comparing two values adds what only
+a comparison shows (a function made anew, NaN). `_recompiles` records calls with these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+import types
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import jax
+import numpy as np
+from jax import core, dtypes
+
+from jax_dataclasses._printing import array_summary
+from jax_dataclasses._record import layout_of
+from jax_dataclasses._static_values import value_problem
+from jax_dataclasses._tree_api import flatten_one_level, keyed_level, keystr, type_of
+
+
+@dataclasses.dataclass(frozen=True)
+class JitChange:
+    """One difference between two trees that makes `jax.jit` trace or compile again: an item
+    of what `jdc.jit_diff` returns.
+
+    Examples:
+        >>> (change,) = jdc.jit_diff({"lr": 0.1}, {"lr": jnp.float32(0.1)})
+        >>> change.path, change.kind, change.before, change.after
+        ("['lr']", 'weak type', 'Python float', 'f32[]')
+        >>> change.fix
+        'a Python number (and an array made from one, ...) is weakly typed ...'
+    """
+
+    path: str
+    """Where, as a key path (`.layers[2].n_heads`); for a call, from the argument's name."""
+    kind: str
+    """"static field", "static argument", "static value", "metadata", "structure", "class",
+    "shape", "dtype", "weak type", "sharding", or "value" (a Python number's)."""
+    before: str
+    after: str
+    fix: str = ""
+    """Why the value can never hit the cache, and what to do; empty for a plain change."""
+
+    def __str__(self) -> str:
+        text = f"{self.path or '(the root)'}: {self.before} → {self.after} ({self.kind})"
+        return f"{text}; {self.fix}" if self.fix else text
+
+
+class JitDiff(tuple[JitChange, ...]):
+    """The differences `jdc.jit_diff` found, in key path order: a tuple of `JitChange`s, empty
+    (and false) when `jax.jit` would reuse the compilation. Prints one difference per line.
+
+    Examples:
+        >>> diff = jdc.jit_diff([jnp.ones(3), jnp.ones(2)], [jnp.ones(4), jnp.ones(2, int)])
+        >>> len(diff), bool(jdc.jit_diff(jnp.ones(3), jnp.zeros(3)))
+        (2, False)
+        >>> print(diff)
+        [0]: f32[3] → f32[4] (shape)
+        [1]: f32[2] → i32[2] (dtype)
+    """
+
+    def __str__(self) -> str:
+        if not self:
+            return (
+                "no difference: same tree structure, static values, shapes, dtypes, weak types "
+                "and shardings"
+            )
+        return "\n".join(map(str, self))
+
+
+# -- records: what jax.jit's cache keeps of a tree, without the arrays ------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Leaf:
+    """An array-like leaf: what `jax.jit` traces it as, and where it lives."""
+
+    text: str
+    shape: tuple[int, ...]
+    dtype: object
+    weak: bool
+    sharding: object
+    """A device array's sharding, a traced one's type's, or None (host values)."""
+    number: object = None
+    """A Python number's value (it may be a static argument of a `jax.jit` we did not make)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Static:
+    """A value compared with `==`, as `jax.jit` compares static values."""
+
+    held: object
+    """The value; a weak reference to an identity-compared one; `_ARRAY` for an array."""
+    text: str
+
+    def pair(self) -> tuple[object, str]:
+        """The value (`_GONE` when only a weak reference was kept, and it died) and its text."""
+        held = self.held
+        if isinstance(held, weakref.ref):
+            held = cast("weakref.ref[object]", held)()
+            return (_GONE if held is None else held), self.text
+        return held, self.text
+
+
+@dataclasses.dataclass(frozen=True)
+class _Node:
+    """A pytree node: its class, its static values (named fields of our classes, the aux data
+    of others) and its children, each under its key's text (`.w`, `[0]`, `['a']`)."""
+
+    cls: type
+    statics: tuple[tuple[str, _Static], ...]
+    children: tuple[tuple[str, Record], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """The arguments of one call: each by name, how it was passed, and its record."""
+
+    arguments: tuple[tuple[str, str, Record], ...]
+
+
+Record = _Leaf | _Static | _Node
+_ARRAY = object()
+_GONE = object()
+_SCALARS: Mapping[type, type] = types.MappingProxyType(
+    {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
+)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def record(tree: object) -> Record:
+    """What `jax.jit`'s cache keeps of `tree` (no arrays)."""
+    children = flatten_one_level(tree)
+    if children is None:
+        return _leaf(tree)
+    cls = type_of(tree)
+    layout = layout_of(cls)
+    if layout is not None:
+        pairs, aux = layout.flatten_with_keys(tree)
+        values = () if not layout.statics else (aux,) if len(layout.statics) == 1 else aux
+        statics = tuple((f".{n}", static(v)) for n, v in zip(layout.statics, values, strict=True))
+        keyed = [(keystr((key,)), child) for key, child in pairs]
+    else:
+        aux = children[1]
+        statics = () if aux is None else (("", static(aux)),)
+        keyed = [(keystr(path), child) for path, child in keyed_level(tree)[0]]
+    return _Node(cls, statics, tuple((key, record(child)) for key, child in keyed))
+
+
+def _leaf(value: object) -> _Leaf | _Static:
+    kind = type(value)
+    scalar = _SCALARS.get(kind)
+    if scalar is not None:
+        canonical = dtypes.canonicalize_dtype(scalar)
+        return _Leaf(f"Python {kind.__name__}", (), canonical, kind is not bool, None, value)
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        return static(value)  # Not an array: jax.jit takes it only as a static value.
+    if isinstance(value, core.Tracer):
+        aval = getattr(cast(object, value), "aval", None)
+        weak, sharding = getattr(aval, "weak_type", False), getattr(aval, "sharding", None)
+    else:
+        weak, sharding = getattr(value, "weak_type", False), getattr(value, "sharding", None)
+    if isinstance(dtype, np.dtype):
+        dtype = dtypes.canonicalize_dtype(dtype)
+    text = array_summary(value) + (" weakly typed" if weak else "")
+    return _Leaf(text, tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding)
+
+
+def static(value: object) -> _Static:
+    """A static value as kept in a record: by value, or by weak reference when it compares by
+    identity (so that keeping the record does not keep it alive), or as its summary when it
+    is an array."""
+    if _is_array(value):
+        return _Static(_ARRAY, f"array {array_summary(value)}")
+    held: object = value
+    if _by_identity(value):
+        with contextlib.suppress(TypeError):  # Not weakly referable: kept, as jax.jit keeps it.
+            held = weakref.ref(value)
+    return _Static(held, text_of(value))
+
+
+def _is_array(value: object) -> bool:
+    return isinstance(value, jax.Array | np.ndarray)
+
+
+def _by_identity(value: object) -> bool:
+    """Whether `==` on `value` is identity (the type keeps `object.__eq__`)."""
+    return type(value).__eq__ is object.__eq__ and not isinstance(value, type)
+
+
+def text_of(value: object) -> str:
+    """A value in a few words, without memory addresses (which differ on every run)."""
+    if isinstance(value, types.FunctionType):
+        return f"<function {value.__qualname__}>"
+    if _by_identity(value) and type(value).__repr__ is object.__repr__:
+        return f"<{type(value).__qualname__} object>"
+    text = _ADDRESS.sub("", repr(value))
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# -- the comparison ------------------------------------------------------------------------
+
+
+def jit_diff(before: Any, after: Any) -> JitDiff:
+    """Every difference between two trees that makes `jax.jit` trace or compile again.
+
+    Named by key path, in the package's terms: a static field of a pytree dataclass by name
+    (`.layers[2].n_heads: 8 → 4`), the class or structure of a node (`.layers: list of 3
+    items → list of 4 items`, `.cache: None → KVCache`, a dict's keys), a leaf's shape,
+    dtype, weak type or sharding. Any pytree: pytree dataclasses inside lists, dicts, optax
+    states or other libraries' nodes, whose aux data is compared as a whole. A static value
+    that can never hit the cache (an identity-hashed object, a function made per call, NaN,
+    an array) comes with the fix. Nothing is constructed: no `__init__` runs.
+
+    To compare two calls' arguments, pass tuples (or dicts) of them. A Python number is
+    traced, so a new value does not compile again; a changed one is listed (as a "value")
+    only when nothing else differs, in case it is a static argument.
+
+    Args:
+        before: A tree (any pytree, or any value), such as an earlier call's argument.
+        after: The tree to compare with it.
+
+    Returns:
+        The differences, one `JitChange` each (`path`, `kind`, `before`, `after`, `fix`);
+        `str()` of it has one line per difference.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Block:
+        ...     w: jax.Array
+        ...     n_heads: jdc.Static[int]
+        >>> old = {"layers": [Block(jnp.ones(4), 8)]}
+        >>> new = {"layers": [Block(jnp.ones(3), 4)]}
+        >>> print(jdc.jit_diff(old, new))
+        ['layers'][0].n_heads: 8 → 4 (static field)
+        ['layers'][0].w: f32[4] → f32[3] (shape)
+    """
+    comparison = _Comparison()
+    comparison.tree("", record(before), record(after))
+    return comparison.result()
+
+
+def call_differences(before: Call, after: Call) -> JitDiff:
+    """The differences between two calls' arguments (`Call`s)."""
+    comparison = _Comparison()
+    comparison.calls(before, after)
+    return comparison.result()
+
+
+class _Comparison:
+    """One comparison of two records: the differences found, in key path order, and apart
+    those of Python numbers' values (listed only when nothing else differs)."""
+
+    def __init__(self) -> None:
+        self.found: list[JitChange] = []
+        self.numbers: list[JitChange] = []
+
+    def result(self) -> JitDiff:
+        return JitDiff(self.found or self.numbers)
+
+    def calls(self, before: Call, after: Call) -> None:
+        """Arguments by name; passed by position and by keyword are different trees to jit."""
+        old = {name: (how, item) for name, how, item in before.arguments}
+        for name, how, item in after.arguments:
+            old_how, old_item = old.pop(name, ("not passed", None))
+            if old_item is None or old_how != how:
+                self._add(name, "structure", _passed(old_how), _passed(how))
+            else:
+                self.tree(name, old_item, item, "static argument")
+        for name, (how, _) in old.items():
+            self._add(name, "structure", _passed(how), "not passed")
+
+    def tree(self, path: str, old: Record, new: Record, kind: str = "static value") -> None:
+        """Two records at `path`; `kind` names what a static value there is."""
+        if isinstance(old, _Leaf) and isinstance(new, _Leaf):
+            self._leaves(path, old, new)
+        elif isinstance(old, _Static) and isinstance(new, _Static):
+            self._values(path, kind, old.pair(), new.pair())
+        elif isinstance(old, _Node) and isinstance(new, _Node) and old.cls is new.cls:
+            self._nodes(path, old, new)
+        elif isinstance(old, _Node) and isinstance(new, _Node) and _NONE not in (old.cls, new.cls):
+            fix = _REDEFINED if old.cls.__qualname__ == new.cls.__qualname__ else ""
+            self._add(path, "class", _summary(old), _summary(new), fix)
+        else:
+            self._add(path, "structure", _summary(old), _summary(new))
+
+    def _add(self, path: str, kind: str, before: str, after: str, fix: str = "") -> None:
+        self.found.append(JitChange(path, kind, before, after, fix))
+
+    def _leaves(self, path: str, old: _Leaf, new: _Leaf) -> None:
+        if old.shape != new.shape:
+            self._add(path, "shape", old.text, new.text)
+        elif old.dtype != new.dtype:
+            self._add(path, "dtype", old.text, new.text)
+        elif old.weak != new.weak:
+            self._add(path, "weak type", old.text, new.text, _WEAK)
+        elif (
+            old.sharding is not None
+            and new.sharding is not None
+            and not _same(old.sharding, new.sharding)
+        ):
+            same_text = old.text == new.text  # Not a NamedSharding: say which sharding.
+            before = text_of(old.sharding) if same_text else old.text
+            after = text_of(new.sharding) if same_text else new.text
+            self._add(path, "sharding", before, after)
+        elif (
+            old.number is not None and new.number is not None and not _same(old.number, new.number)
+        ):
+            fix = _nan(new.number) or _NUMBER
+            change = JitChange(path, "value", repr(old.number), repr(new.number), fix)
+            self.numbers.append(change)
+
+    def _nodes(self, path: str, old: _Node, new: _Node) -> None:
+        """Nodes of one class: their static values by name (when their children's keys are
+        the same), then their children by key (a dict's kept keys too)."""
+        if [key for key, _ in old.children] != [key for key, _ in new.children]:
+            self._add(path, "structure", _summary(old), _summary(new))
+        else:
+            for (name, before), (_, after) in zip(old.statics, new.statics, strict=True):
+                kind = "static field" if name else "metadata"
+                self._values(path + name, kind, before.pair(), after.pair())
+        olds = dict(old.children)
+        for key, after_item in new.children:
+            if key in olds:
+                self.tree(path + key, olds[key], after_item)
+
+    def _values(
+        self, path: str, kind: str, old: tuple[object, str], new: tuple[object, str]
+    ) -> None:
+        """Two static values (each with its text); where they are containers of the same
+        keys, at the items that differ (`.hparams['schedule']`). Another library's aux data is
+        one value: its parts have no names."""
+        if _same(old[0], new[0]):
+            return
+        parts = None if kind == "metadata" else _parts(old[0], new[0])
+        if parts is None:
+            self._add(path, kind, old[1], new[1], _never_equal(old, new))
+            return
+        for key, before, after in parts:
+            self._values(path + key, kind, (before, text_of(before)), (after, text_of(after)))
+
+
+def _passed(how: str) -> str:
+    return how if how == "not passed" else f"passed {how}"
+
+
+_NONE = type(None)
+_REDEFINED = (
+    "the class was defined again (a notebook cell or module run twice, importlib.reload), and "
+    "instances of the old and the new class are different pytree nodes: build every value with "
+    "one definition"
+)
+_WEAK = (
+    "a Python number (and an array made from one, such as jnp.asarray(1.0)) is weakly typed and "
+    "an array of the same dtype is not, and jax.jit compiles each apart: pass the same kind on "
+    "every call (jnp.float32(x), or always a Python float)"
+)
+_NUMBER = (
+    "a Python number is traced, so its value alone does not compile again, unless it is a "
+    "static argument (static_argnums, static_argnames), where every new value compiles once"
+)
+
+
+def _parts(old: object, new: object) -> list[tuple[str, object, object]] | None:
+    """The items of two containers of the same kind and keys (dicts, lists, tuples, named
+    tuples, dataclasses) as (key text, old item, new item); None for anything else."""
+    kind = type(old)
+    if kind is not type(new):
+        return None
+    if isinstance(old, dict):
+        a, b = cast("dict[Any, Any]", cast(object, old)), cast("dict[Any, Any]", new)
+        return [(f"[{k!r}]", a[k], b[k]) for k in a] if a.keys() == b.keys() else None
+    if isinstance(old, list | tuple):
+        a_items, b_items = cast("Sequence[Any]", old), cast("Sequence[Any]", new)
+        names: Sequence[str] = getattr(kind, "_fields", ())
+        if len(a_items) != len(b_items):
+            return None
+        keys = [f".{n}" for n in names] or [f"[{i}]" for i in range(len(a_items))]
+        return list(zip(keys, a_items, b_items, strict=True))
+    if dataclasses.is_dataclass(old) and not isinstance(old, type):
+        names = [f.name for f in dataclasses.fields(old) if f.compare]
+        return [(f".{n}", getattr(old, n), getattr(new, n)) for n in names]
+    return None
+
+
+def _same(old: object, new: object) -> bool:
+    """`old == new` as jax.jit decides it (identity first); False where it cannot tell."""
+    if any(value is _ARRAY or value is _GONE for value in (old, new)):
+        return False
+    if old is new:
+        return True
+    try:
+        return bool(old == new)
+    except Exception:  # An array's `==`, or a comparison that fails: never a hit.
+        return False
+
+
+def _never_equal(old: tuple[object, str], new: tuple[object, str]) -> str:
+    """Why a static value (with its text), which replaced `old` and compares unequal to it,
+    may never hit the cache, and the fix; empty for a plain change of value."""
+    value = new[0]
+    if value is _ARRAY:
+        return (
+            "an array as a static value is compared with ==, which raises or never matches: "
+            "store a tuple (tuple(array.tolist())) or make the field a child"
+        )
+    again = old[1] == new[1]  # The same function or class, by name (the old one may be gone).
+    if isinstance(value, types.FunctionType):
+        return _PER_CALL if again else ""
+    nan = _nan(value)
+    if nan is not None:
+        return nan
+    problem = value_problem(value)  # Unhashable, or hashed by identity (construction's check).
+    if problem is not None and problem != "array":
+        return f"{problem}: {_BY_VALUE}"
+    if again and _by_identity(value):
+        return (
+            f"{_type_name(value)} compares by identity, so every new object compiles "
+            f"again: create it once and pass the same object, or {_BY_VALUE}"
+        )
+    return ""
+
+
+_PER_CALL = (
+    "a function made anew for each call (a lambda or closure defined inside a function) "
+    "compares by identity, so every call compiles again: define it once (at module level) and "
+    "pass the same function"
+)
+_BY_VALUE = (
+    "use an immutable value that compares by value (a tuple, a frozen dataclass, a string, a "
+    "number)"
+)
+
+
+def _type_name(value: object) -> str:
+    kind = type(value)
+    module = "" if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}."
+    return module + kind.__qualname__
+
+
+def _nan(value: object) -> str | None:
+    if isinstance(value, float | complex | np.floating | np.complexfloating) and value != value:
+        return (
+            "NaN is never equal to itself, so jax.jit never finds the earlier compilation: use "
+            "a value that equals itself (None, a string)"
+        )
+    return None
+
+
+def _summary(item: Record) -> str:
+    """A node or leaf in a few words: `list of 2 items`, `dict with keys 'a', 'b'`, `None`."""
+    if not isinstance(item, _Node):
+        return item.text
+    cls = item.cls
+    if cls is type(None):
+        return "None"
+    count = len(item.children)
+    if issubclass(cls, dict):
+        keys = ", ".join(key[1:-1] for key, _ in item.children[:6])
+        more = ", ..." if count > 6 else ""
+        return f"{cls.__name__} with keys {keys}{more}" if count else f"empty {cls.__name__}"
+    if cls in (list, tuple):
+        return f"{cls.__name__} of {count} item{'' if count == 1 else 's'}"
+    return local_name(cls.__qualname__)
+
+
+def local_name(qualname: str) -> str:
+    """A qualified name without the functions that define it (`Layer.apply`, not
+    `main.<locals>.Layer.apply`)."""
+    return qualname.rpartition("<locals>.")[2]

@@ -1,0 +1,281 @@
+"""A report on each new compilation of a jitted function: `explain_recompiles`, and
+`jdc.jit(explain_recompiles=...)` (docs/design.md §17).
+
+The wrapper runs each call with a `ContextVar` holding a list for the call, and one
+`jax.monitoring` listener, registered when the first function is wrapped, appends to that list
+when JAX traces, lowers or compiles during it: exactly the calls that cost a compilation, not
+those that only missed the dispatch cache (a NumPy array where a JAX array was, which traces
+nothing). Such a call is recorded (`_explain.record`: shapes, dtypes, shardings and static
+values, never arrays) and compared with the nearest of the last `HISTORY` calls that compiled,
+and the differences go to `warnings` or `logging`. A call that reuses a compilation costs the
+context-variable set and reset.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+import threading
+import types
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeGuard, TypeVar, cast
+
+import jax
+
+from jax_dataclasses._explain import (
+    Call,
+    JitDiff,
+    Record,
+    call_differences,
+    local_name,
+    record,
+    static,
+    text_of,
+)
+from jax_dataclasses._static_values import warn_at_user
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+Report = Literal["warn", "log"]
+HISTORY = 32
+"""How many earlier compilations of one function are kept to compare a new one with."""
+_LOGGER = logging.getLogger("jax_dataclasses")
+_TRACE = "/jax/core/compile/jaxpr_trace_duration"
+_EVENTS = frozenset(
+    {
+        _TRACE,
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    }
+)
+"""What JAX records when it traces, lowers and compiles (the same in jax 0.4.36 to 0.10.2)."""
+_SEEN: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("_SEEN", default=None)
+"""The JAX events seen during the explained call in progress, in this thread or task."""
+_listening = False
+_LISTEN_LOCK = threading.Lock()
+
+
+class RecompileWarning(UserWarning):
+    """A function wrapped by `jdc.explain_recompiles` (or made by
+    `jdc.jit(explain_recompiles="warn")`) was traced or compiled again.
+
+    The message names what changed in the arguments against the nearest earlier call that
+    compiled. Emitted once per new compilation, at the line that called the function. Make it
+    an error in a test with `warnings.simplefilter("error", jdc.RecompileWarning)`.
+
+    Examples:
+        >>> import warnings
+        >>> @jdc.jit(explain_recompiles="warn")
+        ... def tile(x: jax.Array, times: jdc.Static[int]) -> jax.Array:
+        ...     return jnp.tile(x, times)
+        >>> _ = tile(jnp.ones(2), 2)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("error", jdc.RecompileWarning)
+        ...     try:
+        ...         _ = tile(jnp.ones(2), 3)
+        ...     except jdc.RecompileWarning as warning:
+        ...         print(str(warning).splitlines()[1])
+          times: 2 → 3 (static argument)
+    """
+
+
+def explain_recompiles(jitted: _F, /, *, report: Report = "warn") -> _F:
+    """`jitted` (made by `jax.jit` or `jdc.jit`), reporting each call that compiles it again.
+
+    The report names what changed in the arguments against the nearest earlier call that
+    compiled, as `jit_diff` names it, from the argument's name (`state.layers[2].n_heads: 8
+    → 4`), with the counts of traces and compilations so far; the first compilation is not
+    reported. A call that reuses a compilation costs about a microsecond more. Only
+    shapes, dtypes, shardings and static values of the last 32 compilations are kept, never
+    an array. `jdc.jit(..., explain_recompiles=report)` does the same, knowing which
+    arguments are static; here a static argument that is a Python number is named (as a
+    "value") only when nothing else changed.
+
+    The result calls `jitted`, binds as a method as it does, and forwards every other
+    attribute to it (`lower`, `trace`, `eval_shape`, `clear_cache`); `traces` and
+    `compilations` are its counts so far.
+
+    Args:
+        jitted: The jitted function.
+        report: `"warn"`: a `jdc.RecompileWarning` at the caller's line; `"log"`: a warning
+            on the `"jax_dataclasses"` logger.
+
+    Returns:
+        The reporting function, typed as `jitted`.
+
+    Raises:
+        TypeError: `jitted` is not a jitted function.
+        ValueError: `report` is neither `"warn"` nor `"log"`.
+
+    Examples:
+        >>> import warnings
+        >>> def double(x):
+        ...     return 2 * x
+        >>> step = jdc.explain_recompiles(jax.jit(double))
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = step(jnp.ones(3))
+        ...     _ = step(jnp.ones(4))
+        >>> print(caught[0].message)
+        jax.jit traced double again (2 traces, 2 compilations); its arguments differ from the nearest earlier compilation (the 1st) in:
+          x: f32[3] → f32[4] (shape)
+    """
+    if not callable(getattr(jitted, "lower", None)):
+        raise TypeError(
+            f"explain_recompiles expects a function made by jax.jit or jdc.jit, got "
+            f"{text_of(jitted)}: write jdc.explain_recompiles(jax.jit(f)), or "
+            "@jdc.jit(explain_recompiles='warn') above its def."
+        )
+    return cast(_F, explained(jitted, report))
+
+
+def explained(
+    jitted: Callable[..., Any],
+    report: object,
+    static_argnums: Sequence[int] = (),
+    static_argnames: Sequence[str] = (),
+) -> Callable[..., Any]:
+    """`jitted`, reporting its compilations; `static_argnums`/`static_argnames` name the
+    arguments it takes as static (`jdc.jit` knows them), which are compared as values."""
+    qualname = str(getattr(jitted, "__qualname__", None) or getattr(jitted, "__name__", jitted))
+    name = local_name(qualname)
+    if not _is_report(report):
+        raise ValueError(
+            f"explain_recompiles of {name}: report must be 'warn' (a jdc.RecompileWarning) or "
+            f"'log' (a warning on the 'jax_dataclasses' logger), got {report!r}."
+        )
+    _listen()
+    return _Explained(jitted, name, report, frozenset(static_argnums), frozenset(static_argnames))
+
+
+def _is_report(value: object) -> TypeGuard[Report]:
+    return value in ("warn", "log")
+
+
+def _on_event(event: str, duration_secs: float, **kwargs: str | int) -> None:
+    """JAX's monitoring listener: note a trace, lowering or compilation in the call running."""
+    seen = _SEEN.get()
+    if seen is not None and event in _EVENTS:
+        seen.append(event)
+
+
+def _listen() -> None:
+    """Register `_on_event` with `jax.monitoring`, once per process."""
+    global _listening
+    with _LISTEN_LOCK:
+        if not _listening:
+            jax.monitoring.register_event_duration_secs_listener(_on_event)
+            _listening = True
+
+
+class _Explained:
+    """A jitted function that records each call that compiled it, and reports the differences
+    from the nearest earlier one."""
+
+    def __init__(
+        self,
+        jitted: Callable[..., Any],
+        name: str,
+        report: Report,
+        static_argnums: frozenset[int],
+        static_argnames: frozenset[str],
+    ) -> None:
+        functools.update_wrapper(self, jitted)
+        self._jitted = jitted
+        self._name = name
+        self._report = report
+        self._static = (static_argnums, static_argnames)
+        self._history: list[tuple[Call, int]] = []
+        self._lock = threading.Lock()
+        self.traces = 0
+        self.compilations = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        seen: list[str] = []
+        token = _SEEN.set(seen)
+        try:
+            result = self._jitted(*args, **kwargs)
+        finally:
+            _SEEN.reset(token)
+        if seen:
+            self._compiled(_TRACE in seen, args, kwargs)
+        return result
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._jitted, name)
+
+    def __repr__(self) -> str:
+        return f"<explain_recompiles of {self._jitted!r}>"
+
+    def _compiled(self, traced: bool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        call = self._record(args, kwargs)
+        with self._lock:
+            self.traces += traced
+            self.compilations += 1
+            number, earlier = self.compilations, self._history
+            self._history = [*earlier[1 - HISTORY :], (call, number)]
+            counts = f"{self.traces} trace{'s' * (self.traces != 1)}, {number} compilations"
+        if not earlier:
+            return
+        nearest, against = min(
+            ((call_differences(old, call), n) for old, n in earlier), key=_distance
+        )
+        head = f"jax.jit {'traced' if traced else 'compiled'} {self._name} again ({counts}); "
+        if nearest:
+            message = (
+                f"{head}its arguments differ from the nearest earlier compilation (the "
+                f"{_ordinal(against)}) in:" + "".join(f"\n  {change}" for change in nearest)
+            )
+        else:
+            message = head + _ELSEWHERE.format(ordinal=_ordinal(against))
+        if self._report == "warn":
+            warn_at_user(message, RecompileWarning)
+        else:
+            _LOGGER.warning(message)
+
+    def _record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
+        """The call's arguments by name (a parameter's, `args[i]` past them), each as passed;
+        a static argument as its value."""
+        try:
+            params = list(inspect.signature(self._jitted).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        positional = [p.name for p in params if p.kind in kinds]
+        star = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), "args")
+        argnums, argnames = self._static
+        arguments: list[tuple[str, str, Record]] = []
+        for index, value in enumerate(args):
+            extra = index - len(positional)
+            name = positional[index] if extra < 0 else f"{star}[{extra}]"
+            arguments.append((name, "by position", (static if index in argnums else record)(value)))
+        for key, value in kwargs.items():
+            arguments.append((key, "by keyword", (static if key in argnames else record)(value)))
+        return Call(tuple(arguments))
+
+
+def _distance(found: tuple[JitDiff, int]) -> tuple[int, int, int]:
+    """How far an earlier compilation is: its structure's differences first, then the others,
+    then how long ago (the latest of equals is nearest)."""
+    diff, number = found
+    structural = sum(change.kind in ("structure", "class") for change in diff)
+    return structural, len(diff), -number
+
+
+_ELSEWHERE = (
+    "its arguments match an earlier compilation (the {ordinal}) in tree structure, static "
+    "values, shapes, dtypes, weak types and shardings, so the cause is elsewhere: a JAX config "
+    "or context manager (a mesh, jax.default_device, jax.default_matmul_precision), a global "
+    "value the function reads, or a cache that was cleared (jax.clear_caches()) or full. "
+    "jax.config.update('jax_explain_cache_misses', True) logs JAX's own reason."
+)
+
+
+def _ordinal(number: int) -> str:
+    """`1st`, `2nd`, `3rd`, `4th`, `11th`, `21st`."""
+    teen = 10 <= number % 100 <= 20
+    return f"{number}{'th' if teen else {1: 'st', 2: 'nd', 3: 'rd'}.get(number % 10, 'th')}"
