@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import sys
 import typing
 import warnings
@@ -52,10 +53,11 @@ def field_types(cls: type) -> dict[str, object]:
 
 
 def same_types(ours: dict[str, object], std: dict[str, object]) -> bool:
-    """Field types equal, `ForwardRef`s compared by their text (each holds its own owner)."""
+    """Field types equal, `ForwardRef`s (also inside other types, on 3.14) compared without
+    their owner class (each holds its own)."""
 
-    def text(value: object) -> object:
-        return value.__forward_arg__ if isinstance(value, typing.ForwardRef) else value
+    def text(value: object) -> str:
+        return re.sub(r", owner=<[^>]*>", "", repr(value))
 
     return {k: text(v) for k, v in ours.items()} == {k: text(v) for k, v in std.items()}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import copy
 import dataclasses
+import re
 import warnings
 from typing import Any
 
@@ -39,7 +40,7 @@ class TestAbstractBases:
             def evaluate(self, x: jax.Array) -> jax.Array: ...
 
         assert refusal(Kernel) == refusal(AsAbc).replace("AsAbc", "Kernel")
-        assert "abstract method evaluate" in refusal(Kernel)
+        assert "abstract class Kernel" in refusal(Kernel) and "evaluate" in refusal(Kernel)
 
     def test_subclasses_are_concrete_once_they_implement_every_method(self) -> None:
         @jdc.pytree_dataclass
@@ -65,7 +66,7 @@ class TestAbstractBases:
             def name(self) -> str:
                 return "rbf"
 
-        assert "abstract method name" in refusal(Half)
+        assert re.search(r"abstract class Half .*abstract method '?name'?$", refusal(Half))
         rbf = RBF()
         assert rbf.evaluate(jnp.ones(1)).tolist() == [1.0]
         doubled = jax.tree.map(lambda v: v * 2, rbf)  # Unflatten: never blocked.
@@ -104,7 +105,7 @@ class TestUsersSubclasses:
         assert step(mixture).tolist() == [1.0, 1.0]
         with pytest.raises(dataclasses.FrozenInstanceError):
             mixture.weights = jnp.zeros(2)  # type: ignore[misc]
-        assert "abstract method evaluate" in refusal(type("Partial", (Kernel,), {}))
+        assert "evaluate" in refusal(type("Partial", (Kernel,), {}))
 
     def test_a_decorator_on_such_a_subclass_applies_its_options(self) -> None:
         @jdc.pytree_dataclass(kw_only=True, order=True)
