@@ -8,7 +8,8 @@ median over rounds of the per-round ratio ours / reference. The control row time
 identical reference class against the first: its distance from 1.00x is the noise floor.
 
 Also measured: construction against a plain frozen dataclass, decorating a class against
-`dataclass(frozen=True)` + `register_dataclass`, memory per instance, class creation after
+`dataclass(frozen=True)` + `register_dataclass`, decorating a recursive class (its annotations
+name it, as strings) and using it once likewise, memory per instance, class creation after
 thousands of classes of the same name (the median of the last 200 of 4,000 against that of
 the first 200), and the import time of jax_dataclasses over `import jax`. Nested
 `copy_and_mutate` blocks and validation are in `bench_copy_and_mutate.py`.
@@ -52,6 +53,7 @@ TARGETS = {
     "jit, model in and out": 0.9,
     "construction": 1.0,
     "decoration": 1.5,
+    "recursive class, decoration + first use": 1.5,
     "memory per instance": 1.0,
     "class creation, last 200 / first 200": 1.2,
 }
@@ -170,6 +172,30 @@ def define_twin() -> type:
     return define_reference()
 
 
+def use_recursive_ours() -> type:
+    """A recursive class (its annotations name it, strings under the future import), decorated
+    and then used once: what a tree model pays before its first step."""
+
+    @jdc.pytree_dataclass
+    class Node:
+        value: Any
+        children: tuple[Node, ...] = ()
+
+    jax.tree_util.tree_leaves(Node(1.0, (Node(2.0),)))
+    return Node
+
+
+def use_recursive_reference() -> type:
+    @dataclasses.dataclass(frozen=True)
+    class Node:
+        value: Any
+        children: tuple[Node, ...] = ()
+
+    jax.tree_util.register_dataclass(Node, data_fields=["value", "children"], meta_fields=[])
+    jax.tree_util.tree_leaves(Node(1.0, (Node(2.0),)))
+    return Node
+
+
 def bytes_per_instance(make: Callable[[], object], count: int = 20_000) -> float:
     make()
     gc.collect()
@@ -249,9 +275,15 @@ def main() -> None:
         "twin": lambda: Plain(leaf, leaf, "layer"),
     }
     definitions = {"ours": define_ours, "ref": define_reference, "twin": define_twin}
+    recursive = {
+        "ours": use_recursive_ours,
+        "ref": use_recursive_reference,
+        "twin": use_recursive_reference,
+    }
     for name, variants, number in (
         ("construction", builds, 2_000),
         ("decoration", definitions, 20),
+        ("recursive class, decoration + first use", recursive, 20),
     ):
         samples = rounds_of(variants, number, args.rounds)
         ratio, control = median_ratio(samples, "ours", "ref"), median_ratio(samples, "twin", "ref")
