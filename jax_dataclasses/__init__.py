@@ -27,12 +27,17 @@ if TYPE_CHECKING:
 
     from jax_dataclasses import _dataclasses as _dataclasses
     from jax_dataclasses._export import register_export
-    from jax_dataclasses._sharding import (
-        ShardingDeclarationError,
-        check_shardings,
+    from jax_dataclasses._sharded_trees import (
         partition_specs,
         sharded_shapes,
+        sharding_rules,
         shardings,
+    )
+    from jax_dataclasses._sharding import ShardingDeclarationError
+    from jax_dataclasses._sharding_checks import (
+        check_shardings,
+        constrain_shardings,
+        with_logical_constraint,
     )
 else:
     from jax_dataclasses._annotations import static_field
@@ -42,16 +47,17 @@ _install_flax_hooks()
 
 
 if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown names.
-    _SHARDING = frozenset(
-        [
-            "Sharded",
-            "ShardingDeclarationError",
-            "check_shardings",
-            "partition_specs",
-            "sharded_shapes",
-            "shardings",
-        ]
-    )
+    _SHARDING = {  # Each name, and the module that defines it.
+        "Sharded": "_sharding",
+        "ShardingDeclarationError": "_sharding",
+        "partition_specs": "_sharded_trees",
+        "shardings": "_sharded_trees",
+        "sharded_shapes": "_sharded_trees",
+        "sharding_rules": "_sharded_trees",
+        "check_shardings": "_sharding_checks",
+        "constrain_shardings": "_sharding_checks",
+        "with_logical_constraint": "_sharding_checks",
+    }
 
     def __getattr__(name: str) -> object:
         """The names bound on first use (see above): 1.6's private `_dataclasses` module,
@@ -61,9 +67,10 @@ if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown
 
             return module
         if name in _SHARDING:
-            import jax_dataclasses._sharding as sharding
+            from jax_dataclasses import _sharded_trees, _sharding, _sharding_checks
 
-            return getattr(sharding, name)
+            modules = {"_sharding": _sharding, "_sharded_trees": _sharded_trees}
+            return getattr(modules.get(_SHARDING[name], _sharding_checks), name)
         if name == "register_export":
             from jax_dataclasses._export import register_export
 
@@ -88,6 +95,7 @@ __all__ = [
     "asdict",
     "astuple",
     "check_shardings",
+    "constrain_shardings",
     "copy_and_mutate",
     "field",
     "fields",
@@ -101,7 +109,9 @@ __all__ = [
     "register_export",
     "replace",
     "sharded_shapes",
+    "sharding_rules",
     "shardings",
     "static_field",
     "v1_6_layout",
+    "with_logical_constraint",
 ]
