@@ -257,7 +257,9 @@ class TestRules:
         class Batch:
             x: jdc.Sharded[jax.Array, "batch", "mlp"]
 
-        assert jdc.partition_specs(Batch(jnp.ones((8, 2))), loaded).x == P(("data", "fsdp"), "model")
+        assert jdc.partition_specs(Batch(jnp.ones((8, 2))), loaded).x == P(
+            ("data", "fsdp"), "model"
+        )
 
     @settings(max_examples=200, deadline=None)
     @given(
@@ -410,7 +412,9 @@ class TestErrors:
         mesh = abstract_mesh(data=4, model=4)
         text = error_text(lambda: jdc.partition_specs(bad, RULES, mesh=mesh))
         assert "field 'b' of Dense at .layers[0].b (f32[6])" in text
-        assert "dimension 0 has size 6, which the mesh axes 'model' (4) (the rule for 'mlp')" in text
+        assert (
+            "dimension 0 has size 6, which the mesh axes 'model' (4) (the rule for 'mlp')" in text
+        )
         assert "Choose a size divisible by 4" in text
         assert text.startswith("2 sharding declarations do not fit")  # w and b, at once
         assert error_text(lambda: jdc.shardings(bad, mesh, RULES)) == text  # type: ignore[arg-type]
