@@ -1,37 +1,25 @@
-"""The mapping of docs/migrating/from-flax-partitioning.md ("Checkpoints flax wrote"), as the
-tests use it: an orbax checkpoint of an nnx state or of linen's `params`, restored into pytree
-dataclasses whose fields are named as its keys, placed as they declare."""
+"""The mapping of docs/migrating/from-flax-partitioning.md ("Checkpoints flax wrote"), read
+from the page itself, so that the tests restore checkpoints flax writes with the code readers
+copy: `restore_flax_checkpoint(checkpointer, directory, abstract, rules, *, mesh)`."""
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
-from flax import serialization
+from doc_blocks import blocks
 
 import jax_dataclasses as jdc
 
-
-def as_saved(ours: Any, saved: Any) -> Any:
-    """`ours` (flax.serialization's nested dicts of our tree) in the layout of `saved` (the
-    checkpoint's tree): `{'value': x}` wherever flax stored a variable so."""
-    if isinstance(saved, Mapping) and set(saved) == {"value"} and not isinstance(ours, Mapping):
-        return {"value": ours}
-    if isinstance(ours, Mapping):
-        return {key: as_saved(value, saved[key]) for key, value in ours.items()}
-    return ours
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "migrating" / "from-flax-partitioning.md"
 
 
-def restore_flax_checkpoint(
-    checkpointer: Any, directory: Path, abstract: Any, rules: Any = None, *, mesh: Any = None
-) -> Any:
-    target = jdc.sharded_shapes(abstract, rules, mesh=mesh)
-    metadata = checkpointer.metadata(directory)  # The tree flax wrote, as orbax describes it.
-    saved = getattr(getattr(metadata, "item_metadata", metadata), "tree", metadata)
-    restored = checkpointer.restore(directory, as_saved(serialization.to_state_dict(target), saved))
-    unboxed = jax.tree.map(
-        lambda v: v["value"] if isinstance(v, Mapping) else v,
-        restored,
-        is_leaf=lambda x: isinstance(x, Mapping) and set(x) == {"value"},
-    )
-    return serialization.from_state_dict(target, unboxed)
+def _from_the_page() -> Callable[..., Any]:
+    source = next(b.source for b in blocks(PAGE) if "def restore_flax_checkpoint" in b.source)
+    namespace: dict[str, Any] = {"jax": jax, "jdc": jdc}
+    exec(compile(source, str(PAGE), "exec"), namespace)
+    restore: Callable[..., Any] = namespace["restore_flax_checkpoint"]
+    return restore
+
+
+restore_flax_checkpoint = _from_the_page()
