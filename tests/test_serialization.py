@@ -424,9 +424,10 @@ def test_sharding_and_export_are_imported_when_first_used() -> None:
         """
 import sys
 import jax_dataclasses as jdc
-lazy = {"jax_dataclasses._sharding", "jax_dataclasses._export"}
+sharding = ("_sharding", "_sharding_rules", "_sharded_trees", "_sharding_checks")
+lazy = {"jax_dataclasses._export", *(f"jax_dataclasses.{name}" for name in sharding)}
 assert not lazy & set(sys.modules)
-assert {"Sharded", "partition_specs", "register_export"} <= set(dir(jdc))  # Tab completion.
+assert {"Sharded", "partition_specs", "sharding_rules", "register_export"} <= set(dir(jdc))
 assert not lazy & set(sys.modules)  # Listed, not imported.
 from jax_dataclasses import partition_specs
 assert jdc.Sharded.__module__ == "jax_dataclasses._sharding" and callable(jdc.register_export)
