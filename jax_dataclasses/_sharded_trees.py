@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Generator, Sequence
 from contextvars import ContextVar
-from typing import Any, NamedTuple, TypeVar, cast, overload
+from typing import Any, NamedTuple, TypeAlias, cast, overload
 
 import jax
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec
@@ -53,11 +53,7 @@ from jax_dataclasses._tree_api import (
     type_of,
 )
 
-T = TypeVar("T")
 _shape_dtype_struct = cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)
-_AXIS_TYPE: Any = getattr(jax.sharding, "AxisType", None)  # jax 0.5+
-_EXPLICIT: object = getattr(_AXIS_TYPE, "Explicit", None)
-_AUTO: object = getattr(_AXIS_TYPE, "Auto", None)
 
 # -- the rules and the mesh of a call: given, or from the context ----------------------------
 
@@ -199,6 +195,15 @@ class Report:
         return lines
 
 
+_Field: TypeAlias = tuple[type, str]
+"""A class and the name of one of its fields."""
+
+
+def _where(cls: type, name: str) -> str:
+    """`field 'w' of Dense`, as `_Declaration.where` says it."""
+    return f"field {name!r} of {cls.__qualname__}"
+
+
 class Walk:
     """One call of `partition_specs` (or its siblings): the rules applied, the default, the
     declarations of the classes met so far, and the problems found."""
@@ -231,24 +236,25 @@ class Walk:
         path: KeyPath,
         declared: _Declaration | None,
         stacked: tuple[Stacking, ...],
-        field: str | None,
-        holders: tuple[tuple[str, str], ...],
+        field: _Field | None,
+        holders: tuple[tuple[_Field, type], ...],
         found: list[Leaf],
     ) -> None:
-        """`field`: the class field that holds `node`; `holders`: the fields around it that
-        hold a pytree dataclass, and that class's name (both for messages)."""
+        """`field`: the class and field name that hold `node`; `holders`: the fields around
+        it that hold a pytree dataclass, each with that class (both for messages only, so
+        kept unformatted)."""
         kind = type_of(node)
         if layout_of(kind) is not None:
             if declared is not None:  # Leading axes of every array inside: stacked layers.
                 stacked = (*stacked, Stacking(declared.axes, declared.where))
             if field is not None:
-                holders = (*holders, (field, kind.__qualname__))
+                holders = (*holders, (field, kind))
             own = self._declarations(kind, path, node)
             for (key, *_), child in keyed_children(node) if own is not None else ():
                 name = key.name if isinstance(key, GetAttrKey) else None
-                where = f"field {name!r} of {kind.__qualname__}" if name else None
+                here = (kind, name) if name else None
                 declaration = own.get(name) if own and name else None
-                self._visit(child, (*path, key), declaration, stacked, where, holders, found)
+                self._visit(child, (*path, key), declaration, stacked, here, holders, found)
             return
         items, _ = tree_flatten_with_path(
             node, lambda x: x is not node and layout_of(type_of(x)) is not None
@@ -277,7 +283,7 @@ class Walk:
         leaf: Any,
         declared: _Declaration | None,
         stacked: tuple[Stacking, ...],
-        holders: tuple[tuple[str, str], ...],
+        holders: tuple[tuple[_Field, type], ...],
     ) -> Leaf:
         shape: tuple[int, ...] = tuple(getattr(leaf, "shape", ()))
         asked: object = declared
@@ -297,11 +303,13 @@ class Walk:
             if declared is None:
                 wanted = Wanted(stacked, None, cast(PartitionSpec, asked))
             else:
-                wanted = Wanted(stacked, declared.axes, REPLICATED, holders)
+                around = tuple((_where(*f), held.__qualname__) for f, held in holders)
+                wanted = Wanted(stacked, declared.axes, REPLICATED, around)
             fit = self.fitted[asked, stacked, shape] = self.rules.fit(wanted, shape)
-        where = declared.where if declared is not None else "undeclared leaf"
-        for problem in fit.problems:
-            self.report.add(where, path, leaf, problem)
+        if fit.problems:
+            where = declared.where if declared is not None else "undeclared leaf"
+            for problem in fit.problems:
+                self.report.add(where, path, leaf, problem)
         return Leaf(path, leaf, fit.spec, declared)
 
 
