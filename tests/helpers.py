@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import AbstractMesh
 
 import jax_dataclasses as jdc
 
@@ -78,3 +79,11 @@ def child_environment(device_count: int) -> dict[str, str]:
     env["JAX_PLATFORMS"] = "cpu"
     env["JAX_NUM_CPU_DEVICES"] = str(device_count)  # It would override XLA_FLAGS if inherited.
     return env
+
+
+def abstract_mesh(**sizes: int) -> AbstractMesh:
+    """An `AbstractMesh` of these axis sizes, on jax before and after 0.5's signature change."""
+    try:
+        return AbstractMesh(tuple(sizes.values()), tuple(sizes))  # type: ignore[arg-type,call-arg,unused-ignore]
+    except TypeError:
+        return AbstractMesh(tuple(sizes.items()))  # type: ignore[arg-type,unused-ignore]

@@ -18,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from helpers import abstract_mesh
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jax.sharding import AbstractMesh, Mesh, NamedSharding
+from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.tree_util import keystr
 
@@ -28,14 +29,6 @@ import jax_dataclasses as jdc
 
 RULES = {"embed": None, "mlp": "model", "batch": "data"}
 ONE_DEVICE = Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("data", "model"))
-
-
-def abstract_mesh(**sizes: int) -> AbstractMesh:
-    """An `AbstractMesh` of these axis sizes, on jax before and after 0.5's signature change."""
-    try:
-        return AbstractMesh(tuple(sizes.values()), tuple(sizes))  # type: ignore[arg-type,call-arg,unused-ignore]
-    except TypeError:
-        return AbstractMesh(tuple(sizes.items()))  # type: ignore[arg-type,unused-ignore]
 
 
 MESH = abstract_mesh(data=4, model=2)

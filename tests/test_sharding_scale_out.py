@@ -17,21 +17,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from jax.sharding import AbstractMesh, Mesh
+from helpers import abstract_mesh
+from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 import jax_dataclasses as jdc
 
 RULES = [("batch", "data"), ("hidden", "model"), ("embed", None), ("stage", "data")]
 ONE_DEVICE = Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("data", "model"))
-
-
-def abstract_mesh(**sizes: int) -> AbstractMesh:
-    """An `AbstractMesh` of these axis sizes, on jax before and after 0.5's signature change."""
-    try:
-        return AbstractMesh(tuple(sizes.values()), tuple(sizes))  # type: ignore[arg-type,call-arg,unused-ignore]
-    except TypeError:
-        return AbstractMesh(tuple(sizes.items()))  # type: ignore[arg-type,unused-ignore]
 
 
 MESH = abstract_mesh(data=2, model=4)
