@@ -159,6 +159,22 @@ class TestMessages:
         text = error_text(lambda: jdc.partition_specs(typos, RULES, mesh=MESH))
         assert text.splitlines()[-1] == "  Also at [1].kernel, [2].kernel, [3].kernel and 2 more."
 
+    def test_a_mismatch_in_every_copy_is_one_entry_counting_the_arrays(self) -> None:
+        @jdc.pytree_dataclass
+        class Row:
+            w: jdc.Sharded[jax.Array, "batch"]
+
+        elsewhere = jdc.shardings(Row(jnp.ones(4)), {"batch": "model"}, mesh=ONE_DEVICE)
+        wrong = jax.device_put(Row(jnp.ones(4)), elsewhere)
+        text = error_text(lambda: jdc.check_shardings([wrong] * 3, RULES))
+        assert text.splitlines()[:3] == [
+            "3 arrays do not carry their declared shardings (no mesh given; rules [('batch', "
+            "'data'), ('hidden', 'model'), ('embed', None), ('stage', 'data')]):",
+            "- field 'w' of TestMessages.test_a_mismatch_in_every_copy_is_one_entry_counting_the"
+            "_arrays.<locals>.Row at [0].w (f32[4@model]): has P('model'), declared P('data')",
+            "  Also at [1].w, [2].w.",
+        ]
+
     def test_without_rules_no_rule_is_blamed(self) -> None:
         text = error_text(lambda: jdc.partition_specs(self.Typo(jnp.ones((8, 16))), mesh=MESH))
         assert "(no rule" not in text and "the rule" not in text and "through" not in text
