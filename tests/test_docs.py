@@ -7,6 +7,7 @@ import doctest
 import inspect
 import pydoc
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,8 +132,12 @@ def test_pages_run_without_our_future_imports(tmp_path: Path) -> None:
     assert "NameError: name 'Undefined' is not defined" in result.stderr, result.stderr
 
 
-INCLUDE = re.compile(r'^[ \t]*--8<--[ \t]+"(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"[ \t]*$')
-"""A well-formed pymdownx.snippets include: `--8<-- "path"` or `--8<-- "path:section"`."""
+INCLUDE = re.compile(r'^[ \t]*--8<--[ \t]+"(?P<target>[^"]+)"[ \t]*$')
+"""A pymdownx.snippets include on one line: `--8<-- "path"` or `--8<-- "path:section"`."""
+BLOCK = re.compile(r"^[ \t]*--8<--[ \t]*$")
+"""The line that opens and closes a block of includes, one path per line: inside a ```python
+block, the form `ruff format` leaves alone (it rewrites the one-line form, which is Python,
+into `--8 < --"path"`)."""
 MARKER = re.compile(r"-+[ \t]*8[ \t]*<[ \t]*-+")
 """The include marker however a formatter spaced it (`--8 < --"path"` is shown as text)."""
 DOCS = sorted((ROOT / "docs").rglob("*.md"))
@@ -144,21 +149,28 @@ def includes(page: Path) -> tuple[list[tuple[Path, str | None]], list[str]]:
     a strict build passes), a file that does not exist, a section the file does not mark."""
     found: list[tuple[Path, str | None]] = []
     problems: list[str] = []
+    targets: list[tuple[int, str]] = []
+    in_block = False
     for number, line in enumerate(page.read_text().splitlines(), 1):
-        if not MARKER.search(line) or re.search(r"\[(start|end):[\w-]+\]", line):
-            continue  # No include, or a section marker of an included file.
-        where = f"{page.name}:{number}"
-        include = INCLUDE.match(line)
-        if include is None:
-            problems.append(f'{where}: {line.strip()!r} is not an include (--8<-- "path")')
-            continue
-        path, section = ROOT / include["path"], include["section"]
+        if BLOCK.match(line):
+            in_block = not in_block
+        elif in_block:
+            targets.append((number, line.strip()))
+        elif MARKER.search(line) and not re.search(r"\[(start|end):[\w-]+\]", line):
+            include = INCLUDE.match(line)  # (A section marker of an included file is none.)
+            if include is None:
+                problems.append(f"{page.name}:{number}: {line.strip()!r} is not an include")
+            else:
+                targets.append((number, include["target"]))
+    for number, target in targets:
+        name, _, section = target.partition(":")
+        path, where = ROOT / name, f"{page.name}:{number}"
         if not path.is_file():
-            problems.append(f"{where}: includes {include['path']}, which does not exist")
+            problems.append(f"{where}: includes {name}, which does not exist")
         elif section and f"--8<-- [start:{section}]" not in path.read_text():
-            problems.append(f"{where}: {include['path']} marks no section {section!r}")
+            problems.append(f"{where}: {name} marks no section {section!r}")
         else:
-            found.append((path, section))
+            found.append((path, section or None))
     return found, problems
 
 
@@ -185,14 +197,33 @@ def test_a_mangled_missing_or_unmarked_include_is_reported(tmp_path: Path) -> No
     page.write_text(
         '```python\n--8 < --"examples/data_parallel.py"\n```\n--8<-- "examples/none.py"\n'
         '--8<-- "README.md:nowhere"\n--8<-- "README.md:intro"\n'
+        "```python\n--8<--\nexamples/data_parallel.py\n--8<--\n```\n"
     )
     found, problems = includes(page)
     assert problems == [
-        'page.md:2: \'--8 < --"examples/data_parallel.py"\' is not an include (--8<-- "path")',
+        "page.md:2: '--8 < --\"examples/data_parallel.py\"' is not an include",
         "page.md:4: includes examples/none.py, which does not exist",
         "page.md:5: README.md marks no section 'nowhere'",
     ]
-    assert found == [(ROOT / "README.md", "intro")]
+    assert found == [(ROOT / "README.md", "intro"), (ROOT / "examples/data_parallel.py", None)]
+
+
+@pytest.mark.subprocess
+def test_ruff_format_leaves_the_includes_alone(tmp_path: Path) -> None:
+    """ruff formats the Python blocks of Markdown pages: the includes must survive it."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.skip("ruff is installed by the dev extra")
+    pages = [page for page in DOCS if includes(page)[0]]
+    for page in pages:
+        shutil.copy(page, tmp_path / page.name)
+    subprocess.run([str(ruff), "format", "--quiet", str(tmp_path)], check=True, cwd=ROOT)
+    for page in pages:
+        assert includes(tmp_path / page.name) == includes(page), page.name
+    mangled = tmp_path / "one_line.md"
+    mangled.write_text('```python\n--8<-- "examples/data_parallel.py"\n```\n')
+    subprocess.run([str(ruff), "format", "--quiet", str(mangled)], check=True, cwd=ROOT)
+    assert includes(mangled)[1], "the one-line form in a python block: ruff rewrites it"
 
 
 @pytest.mark.subprocess
