@@ -192,6 +192,8 @@ class TestMessages:
             "<locals>.Both is static and declares sharding axes ('batch',)" in text  # fmt: skip
 
     def test_the_header_says_where_the_rules_and_mesh_came_from(self) -> None:
+        if not hasattr(jax, "set_mesh"):
+            pytest.skip("jax.set_mesh: jax 0.7+")
         with jdc.sharding_rules({"embed": None}), jax.set_mesh(ONE_DEVICE):
             text = error_text(lambda: jdc.partition_specs(self.Typo(jnp.ones((8, 16)))))
         assert text.startswith(
@@ -308,6 +310,12 @@ class TestConstraints:
             jdc.constrain_shardings(block(), RULES)
 
 
+def value(variable: Any) -> Any:
+    """The array of an nnx variable, on every flax version (it is the variable's one leaf)."""
+    (array,) = jax.tree.leaves(variable)
+    return array
+
+
 class TestCheckpointsFlaxWrote:
     """A checkpoint flax wrote is nested dicts keyed by module attribute names (nnx) or
     submodule names (linen), each nnx variable (and each boxed linen parameter) stored as
@@ -379,5 +387,5 @@ class TestCheckpointsFlaxWrote:
         directory = self.save(state)
         dense = self.Dense(jnp.ones((8, 8)), jnp.ones(8))
         restored = self.restore(directory, jax.eval_shape(lambda: self.MLP(dense, dense)))
-        np.testing.assert_array_equal(restored.Dense_0.bias, state["Dense_0"]["bias"][...])
-        np.testing.assert_array_equal(restored.Dense_1.kernel, state["Dense_1"]["kernel"][...])
+        np.testing.assert_array_equal(restored.Dense_0.bias, value(state["Dense_0"]["bias"]))
+        np.testing.assert_array_equal(restored.Dense_1.kernel, value(state["Dense_1"]["kernel"]))
