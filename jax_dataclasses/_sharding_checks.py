@@ -176,7 +176,7 @@ def _differs(
 def _axes_and_types(mesh: object) -> tuple[tuple[str, ...], tuple[object, ...]]:
     """A mesh's axis names and their types (none on jax before 0.5, or without a mesh)."""
     names: tuple[str, ...] = tuple(getattr(mesh, "axis_names", ()))
-    types: tuple[object, ...] = tuple(getattr(mesh, "axis_types", ()))
+    types: tuple[object, ...] = tuple(getattr(mesh, "axis_types", None) or ())  # jax 0.4: None
     return (names, types) if len(types) == len(names) else ((), ())
 
 
