@@ -1,5 +1,5 @@
-"""The trees of shardings that `Sharded` declarations describe, and the checks and constraints
-made from them (docs/design.md §16).
+"""The trees of shardings that `Sharded` declarations describe (docs/design.md §16): the walk
+that the checks and constraints (`_sharding_checks`) use too, and the rules context.
 
 `partition_specs`, `shardings`, `sharded_shapes`, `check_shardings` and `constrain_shardings`
 walk any pytree holding pytree dataclasses (a model, an optimizer state whose moments copy it,

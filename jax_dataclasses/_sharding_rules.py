@@ -164,9 +164,9 @@ class AxisRules:
                 close = _close(slot.name, [*ruled, *sizes])
                 problems.append(
                     f"the logical axis {slot.name!r}{_stacked_note([slot])} is neither in the "
-                    f"rules nor a mesh axis{close or '.'} {'Otherwise a' if close else 'A'}dd a rule for "
-                    f"it (rules={{{slot.name!r}: 'model'}}, or None to replicate), or use a mesh "
-                    f"axis ({', '.join(map(repr, sizes))})."
+                    f"rules nor a mesh axis{close or '.'} {'Otherwise add' if close else 'Add'} a "
+                    f"rule for it (rules={{{slot.name!r}: 'model'}}, or None to replicate), or "
+                    f"use a mesh axis ({', '.join(map(repr, sizes))})."
                 )
             assigned[i] = (slot.name,)
         for logical, target in self.rules or ():
@@ -196,15 +196,11 @@ class AxisRules:
         if unknown:
             rules = sorted({name for axis, via in used if axis in unknown for name in via})
             close = _close(unknown[0], sizes)
+            fix = "change the rule" if rules else "give rules that map the name to them"
             problems.append(
                 f"shards along {', '.join(map(repr, unknown))}{_via(rules)}, which the mesh does "
-                f"not have{close or '.'} {'Otherwise u' if close else 'U'}se its axes "
-                f"({', '.join(map(repr, sizes))})"
-                + (
-                    ", or change the rule."
-                    if rules
-                    else ", or give rules that map the name to them."
-                )
+                f"not have{close or '.'} {'Otherwise use' if close else 'Use'} its axes "
+                f"({', '.join(map(repr, sizes))}), or {fix}."
             )
             return
         axes_used = [axis for axis, _ in used]
