@@ -378,9 +378,9 @@ def shardings(
 ) -> Any: ...
 @overload
 def shardings(
-    tree: Any, mesh: AnyMesh, rules: Rules | None = None, /, *, default: Default = REPLICATED
+    tree: Any, mesh: AnyMesh, /, rules: Rules | None = None, *, default: Default = REPLICATED
 ) -> Any: ...
-def shardings(
+def shardings(  # pyright: ignore[reportInconsistentOverload]  # rules: in *positional
     tree: Any,
     *positional: Any,
     rules: Rules | None = None,
@@ -422,9 +422,9 @@ def sharded_shapes(
 ) -> Any: ...
 @overload
 def sharded_shapes(
-    tree: Any, mesh: AnyMesh, rules: Rules | None = None, /, *, default: Default = REPLICATED
+    tree: Any, mesh: AnyMesh, /, rules: Rules | None = None, *, default: Default = REPLICATED
 ) -> Any: ...
-def sharded_shapes(
+def sharded_shapes(  # pyright: ignore[reportInconsistentOverload]  # rules: in *positional
     tree: Any,
     *positional: Any,
     rules: Rules | None = None,

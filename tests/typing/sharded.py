@@ -50,6 +50,8 @@ rules = {"embed": None, "mlp": "model"}
 loaded_rules: list[list[Any]] = [["embed", None], ["mlp", ["data", "model"]]]  # as JSON loads
 shardings: Any = jdc.shardings(layer, rules, mesh=mesh)
 shardings = jdc.shardings(layer, mesh, rules)
+shardings = jdc.shardings(layer, mesh, rules=rules)  # the order of earlier versions
+shardings = jdc.shardings(layer, mesh=mesh, rules=rules)
 shardings = jdc.sharded_shapes(layer, loaded_rules, mesh=mesh)
 shardings = jdc.sharded_shapes(layer, mesh, rules)
 with jdc.sharding_rules(rules):
