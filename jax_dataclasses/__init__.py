@@ -30,11 +30,16 @@ if TYPE_CHECKING:
     from jax_dataclasses._explain import JitChange, JitDiff, jit_diff
     from jax_dataclasses._export import register_export
     from jax_dataclasses._recompiles import RecompileWarning, explain_recompiles
-    from jax_dataclasses._sharding import (
-        check_shardings,
+    from jax_dataclasses._sharded_trees import (
         partition_specs,
         sharded_shapes,
+        sharding_rules,
         shardings,
+    )
+    from jax_dataclasses._sharding_checks import (
+        check_shardings,
+        constrain_shardings,
+        with_logical_constraint,
     )
 else:
     from jax_dataclasses._builder import pytree_dataclass
@@ -44,46 +49,46 @@ _install_flax_hooks()
 
 
 if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown names.
-    _SHARDING = frozenset(
-        [
-            "check_shardings",
-            "partition_specs",
-            "sharded_shapes",
-            "shardings",
-        ]
-    )
-    _EXPLAIN = frozenset(["JitChange", "JitDiff", "jit_diff"])
-    _RECOMPILES = frozenset(["RecompileWarning", "explain_recompiles"])
+    _ON_FIRST_USE = {  # Each name, and the module that defines it.
+        "partition_specs": "_sharded_trees",
+        "shardings": "_sharded_trees",
+        "sharded_shapes": "_sharded_trees",
+        "sharding_rules": "_sharded_trees",
+        "check_shardings": "_sharding_checks",
+        "constrain_shardings": "_sharding_checks",
+        "with_logical_constraint": "_sharding_checks",
+        "register_export": "_export",
+        "JitChange": "_explain",
+        "JitDiff": "_explain",
+        "jit_diff": "_explain",
+        "RecompileWarning": "_recompiles",
+        "explain_recompiles": "_recompiles",
+        "_dataclasses": "",
+    }
 
     def __getattr__(name: str) -> object:
-        """The names bound on first use (see above): 1.6's private `_dataclasses` module,
-        sharding declarations, `register_export`, and why jit compiles again."""
-        if name == "_dataclasses":
-            import jax_dataclasses._dataclasses as module
-
-            return module
-        if name in _SHARDING:
-            import jax_dataclasses._sharding as sharding
-
-            return getattr(sharding, name)
-        if name == "register_export":
-            from jax_dataclasses._export import register_export
-
-            return register_export
-        if name in _EXPLAIN:
-            import jax_dataclasses._explain as explain
-
-            return getattr(explain, name)
-        if name in _RECOMPILES:
-            import jax_dataclasses._recompiles as recompiles
-
-            return getattr(recompiles, name)
-        raise AttributeError(f"module 'jax_dataclasses' has no attribute {name!r}")
+        """The names bound on first use (`_ON_FIRST_USE`): 1.6's private `_dataclasses` module,
+        the sharding functions, `register_export`, and why jit compiles again."""
+        module = _ON_FIRST_USE.get(name)
+        if module == "":
+            from jax_dataclasses import _dataclasses as found
+        elif module == "_sharded_trees":
+            from jax_dataclasses import _sharded_trees as found
+        elif module == "_sharding_checks":
+            from jax_dataclasses import _sharding_checks as found
+        elif module == "_export":
+            from jax_dataclasses import _export as found
+        elif module == "_explain":
+            from jax_dataclasses import _explain as found
+        elif module == "_recompiles":
+            from jax_dataclasses import _recompiles as found
+        else:
+            raise AttributeError(f"module 'jax_dataclasses' has no attribute {name!r}")
+        return found if module == "" else getattr(found, name)
 
     def __dir__() -> list[str]:
         """The module's names, those bound on first use among them (for tab completion)."""
-        lazy = {*_SHARDING, *_EXPLAIN, *_RECOMPILES, "register_export", "_dataclasses"}
-        return sorted({*globals(), *lazy})
+        return sorted({*globals(), *_ON_FIRST_USE})
 
 
 __all__ = [
@@ -102,6 +107,7 @@ __all__ = [
     "asdict",
     "astuple",
     "check_shardings",
+    "constrain_shardings",
     "copy_and_mutate",
     "explain_recompiles",
     "field",
@@ -117,7 +123,9 @@ __all__ = [
     "register_export",
     "replace",
     "sharded_shapes",
+    "sharding_rules",
     "shardings",
     "static_field",
     "v1_6_layout",
+    "with_logical_constraint",
 ]

@@ -209,8 +209,9 @@ class Sharded:
     works in strings, aliases and under `from __future__ import annotations`: the
     declaration is read when the class is decorated (a name defined after the class, at its
     first use). If the field holds a subtree (a tuple of arrays, or None), each array in it
-    gets the declaration and None gets nothing; a pytree dataclass decides for its own
-    fields, so a declaration on a field holding one is an error.
+    gets the declaration and None gets nothing; on a field holding a pytree dataclass (a
+    stack of layers made by `vmap`), the axes are the leading axes of every array inside it,
+    in front of that class's own declarations.
     Linters that read the strings as forward references (ruff and flake8's F821, as with
     jaxtyping's shapes) need that rule turned off where `Sharded` is used.
 

@@ -5,7 +5,7 @@ Flax finds a type's handlers in its own registry, keyed by exact type, so each c
 registered there. `import jax_dataclasses` must not import flax, so registration waits until
 `flax.serialization` is imported: if it already is, now; otherwise a meta path finder wraps
 that one module's loader and registers right after the module has run. From then on each new
-class is registered as it is created (`_registry.on_register`). Without flax nothing happens.
+class is registered as it is created (`_record.on_register`). Without flax nothing happens.
 
 State dicts hold children under their field names; static fields are not stored and are taken
 from the target on restore. Restoring rebuilds the object through its pytree unflatten, so

@@ -12,6 +12,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import AbstractMesh
 
 import jax_dataclasses as jdc
 
@@ -106,3 +107,11 @@ def define(
     # (the lazy cases would then run with strings, never lazily).
     exec(compile(text, f"<{module.__name__}>", "exec", dont_inherit=True), module.__dict__)
     return module
+
+
+def abstract_mesh(**sizes: int) -> AbstractMesh:
+    """An `AbstractMesh` of these axis sizes, on jax before and after 0.5's signature change."""
+    try:
+        return AbstractMesh(tuple(sizes.values()), tuple(sizes))  # type: ignore[arg-type,call-arg,unused-ignore]
+    except TypeError:
+        return AbstractMesh(tuple(sizes.items()))  # type: ignore[arg-type,unused-ignore]

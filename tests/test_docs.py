@@ -7,6 +7,7 @@ import doctest
 import inspect
 import pydoc
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -129,6 +130,118 @@ def test_pages_run_without_our_future_imports(tmp_path: Path) -> None:
         "```python\ndef f(x: Undefined) -> None: ...\n\nf.__annotations__\n```\n",
     )
     assert "NameError: name 'Undefined' is not defined" in result.stderr, result.stderr
+
+
+INCLUDE = re.compile(r'^[ \t]*--8<--[ \t]+"(?P<target>[^"]+)"[ \t]*$')
+"""A pymdownx.snippets include on one line: `--8<-- "path"` or `--8<-- "path:section"`."""
+BLOCK = re.compile(r"^[ \t]*--8<--[ \t]*$")
+"""The line that opens and closes a block of includes, one path per line: inside a ```python
+block, the form `ruff format` leaves alone (it rewrites the one-line form, which is Python,
+into `--8 < --"path"`)."""
+MARKER = re.compile(r"-+[ \t]*8[ \t]*<[ \t]*-+")
+"""The include marker however a formatter spaced it (`--8 < --"path"` is shown as text)."""
+DOCS = sorted((ROOT / "docs").rglob("*.md"))
+
+
+def includes(page: Path) -> tuple[list[tuple[Path, str | None]], list[str]]:
+    """The files (and sections) a page includes, and what is wrong with its include lines: a
+    marker spelt otherwise than pymdownx.snippets reads it (the page would show the text, and
+    a strict build passes), a file that does not exist, a section the file does not mark."""
+    found: list[tuple[Path, str | None]] = []
+    problems: list[str] = []
+    targets: list[tuple[int, str]] = []
+    in_block = False
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if BLOCK.match(line):
+            in_block = not in_block
+        elif in_block:
+            targets.append((number, line.strip()))
+        elif MARKER.search(line) and not re.search(r"\[(start|end):[\w-]+\]", line):
+            include = INCLUDE.match(line)  # (A section marker of an included file is none.)
+            if include is None:
+                problems.append(f"{page.name}:{number}: {line.strip()!r} is not an include")
+            else:
+                targets.append((number, include["target"]))
+    for number, target in targets:
+        name, _, section = target.partition(":")
+        path, where = ROOT / name, f"{page.name}:{number}"
+        if not path.is_file():
+            problems.append(f"{where}: includes {name}, which does not exist")
+        elif section and f"--8<-- [start:{section}]" not in path.read_text():
+            problems.append(f"{where}: {name} marks no section {section!r}")
+        else:
+            found.append((path, section or None))
+    return found, problems
+
+
+def included_words(path: Path, section: str | None) -> list[str]:
+    """The first words of an included file (or section) as a page shows them: Markdown's link
+    targets, HTML comments, fences and markup dropped."""
+    text = path.read_text()
+    if section is not None:
+        text = text.split(f"--8<-- [start:{section}]", 1)[1].split(f"--8<-- [end:{section}]")[0]
+        text = text.split("-->", 1)[1]
+    text = re.sub(r"<!--.*?-->|\]\([^)]*\)", " ", text, flags=re.S)
+    text = re.sub(r"^[ \t]*(```|~~~).*$", " ", text, flags=re.M)
+    return re.findall(r"\w+", text)[:12]
+
+
+def test_every_include_in_the_docs_is_well_formed_and_resolves() -> None:
+    problems = [problem for page in DOCS for problem in includes(page)[1]]
+    assert not problems, "\n".join(problems)
+    assert len([path for page in DOCS for path in includes(page)[0]]) >= 4  # The pages were read.
+
+
+def test_a_mangled_missing_or_unmarked_include_is_reported(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        '```python\n--8 < --"examples/data_parallel.py"\n```\n--8<-- "examples/none.py"\n'
+        '--8<-- "README.md:nowhere"\n--8<-- "README.md:intro"\n'
+        "```python\n--8<--\nexamples/data_parallel.py\n--8<--\n```\n"
+    )
+    found, problems = includes(page)
+    assert problems == [
+        "page.md:2: '--8 < --\"examples/data_parallel.py\"' is not an include",
+        "page.md:4: includes examples/none.py, which does not exist",
+        "page.md:5: README.md marks no section 'nowhere'",
+    ]
+    assert found == [(ROOT / "README.md", "intro"), (ROOT / "examples/data_parallel.py", None)]
+
+
+@pytest.mark.subprocess
+def test_ruff_format_leaves_the_includes_alone(tmp_path: Path) -> None:
+    """ruff formats the Python blocks of Markdown pages: the includes must survive it."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.skip("ruff is installed by the dev extra")
+    pages = [page for page in DOCS if includes(page)[0]]
+    for page in pages:
+        shutil.copy(page, tmp_path / page.name)
+    subprocess.run([str(ruff), "format", "--quiet", str(tmp_path)], check=True, cwd=ROOT)
+    for page in pages:
+        assert includes(tmp_path / page.name) == includes(page), page.name
+    mangled = tmp_path / "one_line.md"
+    mangled.write_text('```python\n--8<-- "examples/data_parallel.py"\n```\n')
+    subprocess.run([str(ruff), "format", "--quiet", str(mangled)], check=True, cwd=ROOT)
+    assert includes(mangled)[1], "the one-line form in a python block: ruff rewrites it"
+
+
+@pytest.mark.subprocess
+def test_every_include_renders_the_included_text(site: Path) -> None:
+    """The site's page shows the words the included file starts with."""
+    for page in DOCS:
+        html = site / page.relative_to(ROOT / "docs").with_suffix(".html")
+        shown = " ".join(re.findall(r"\w+", pydoc_html_text(html.read_text())))
+        for path, section in includes(page)[0]:
+            words = " ".join(included_words(path, section))
+            assert words and words in shown, f"{page.name} does not show {path.name}: {words!r}"
+
+
+def pydoc_html_text(html: str) -> str:
+    """The text of an HTML page: tags dropped, entities decoded."""
+    import html as entities
+
+    return entities.unescape(re.sub(r"<[^>]+>", " ", html))
 
 
 def test_api_reference_lists_every_public_name() -> None:

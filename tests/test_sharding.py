@@ -1,5 +1,7 @@
-"""Pytree dataclasses on a mesh of 8 devices (the checks are in `tests/_sharding_child.py`, and
-those of `jdc.Sharded` declarations in `tests/_sharding_decl_child.py`).
+"""Pytree dataclasses on a mesh of 8 devices (the checks are in `tests/_sharding_child.py`,
+those of `jdc.Sharded` declarations in `tests/_sharding_decl_child.py`, and those of stacked
+layers, constraints, the rules context and flax's own run of its guide's model in
+`tests/_sharding_scale_child.py`).
 
 The device count is fixed when JAX starts, and the rest of the suite must keep its normal one,
 so the checks run with pytest in a child process started with
@@ -19,6 +21,7 @@ pytestmark = pytest.mark.subprocess  # Every test here starts a Python process.
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = Path(__file__).resolve().parent / "_sharding_child.py"
 DECLARATIONS_CHILD = Path(__file__).resolve().parent / "_sharding_decl_child.py"
+SCALE_CHILD = Path(__file__).resolve().parent / "_sharding_scale_child.py"
 EXAMPLE = ROOT / "examples" / "data_parallel.py"
 DEVICE_COUNT = 8
 TIMEOUT_SECONDS = 600
@@ -59,7 +62,7 @@ def run_on_devices(arguments: list[str]) -> str:
     return result.stdout
 
 
-@pytest.mark.parametrize("child", [CHILD, DECLARATIONS_CHILD], ids=lambda p: p.stem)
+@pytest.mark.parametrize("child", [CHILD, DECLARATIONS_CHILD, SCALE_CHILD], ids=lambda p: p.stem)
 def test_children_on_a_mesh_of_8_devices(child: Path) -> None:
     run_on_devices(
         ["-m", "pytest", str(child), "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short"]

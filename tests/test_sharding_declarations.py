@@ -7,6 +7,7 @@ process: spellings, rules (against flax's own), tree structure, every error, and
 checks (jit, device_put, explicit axes) are in `tests/_sharding_decl_child.py`."""
 
 import copy
+import json
 import pickle
 import typing
 from typing import Annotated, Any, Optional
@@ -17,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from helpers import abstract_mesh
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jax.sharding import AbstractMesh, Mesh, NamedSharding
+from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.tree_util import keystr
 
@@ -27,14 +29,6 @@ import jax_dataclasses as jdc
 
 RULES = {"embed": None, "mlp": "model", "batch": "data"}
 ONE_DEVICE = Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("data", "model"))
-
-
-def abstract_mesh(**sizes: int) -> AbstractMesh:
-    """An `AbstractMesh` of these axis sizes, on jax before and after 0.5's signature change."""
-    try:
-        return AbstractMesh(tuple(sizes.values()), tuple(sizes))  # type: ignore[arg-type,call-arg,unused-ignore]
-    except TypeError:
-        return AbstractMesh(tuple(sizes.items()))  # type: ignore[arg-type,unused-ignore]
 
 
 MESH = abstract_mesh(data=4, model=2)
@@ -213,15 +207,56 @@ class TestRules:
         rules = [("heads", "model"), ("kv", "model")]
         assert jdc.partition_specs(Heads(jnp.ones((2, 4))), rules).x == P("model", None)
 
-    def test_a_mesh_where_the_rules_go_is_refused_with_the_spelling(self) -> None:
-        with pytest.raises(TypeError, match=r"partition_specs\(tree, rules, mesh=mesh\)"):
-            jdc.partition_specs(model(), MESH)  # type: ignore[arg-type]
+    def test_a_mesh_where_the_rules_go_is_taken_for_the_mesh(self) -> None:
+        by_keyword = jdc.partition_specs(model(), RULES, mesh=MESH)
+        unruled = error_text(lambda: jdc.partition_specs(model(), MESH))  # type: ignore[arg-type]
+        assert unruled == error_text(lambda: jdc.partition_specs(model(), mesh=MESH))
+        assert jdc.shardings(model(), ONE_DEVICE, RULES) == jdc.shardings(
+            model(), RULES, mesh=ONE_DEVICE
+        )
+        assert jdc.sharded_shapes(model(), ONE_DEVICE, RULES) == jdc.sharded_shapes(
+            model(), rules=RULES, mesh=ONE_DEVICE
+        )
+        assert jdc.partition_specs(model(), RULES, mesh=MESH) == by_keyword
+
+    def test_a_mesh_or_rules_given_twice_are_refused_with_the_spelling(self) -> None:
+        spelling = r"jdc.shardings\(tree, rules, mesh=mesh\)"
+        with pytest.raises(TypeError, match=rf"got 2 meshes and 1 sets of rules: .*{spelling}"):
+            jdc.shardings(model(), ONE_DEVICE, RULES, mesh=ONE_DEVICE)  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=rf"got 1 meshes and 2 sets of rules: .*{spelling}"):
+            jdc.shardings(model(), ONE_DEVICE, RULES, RULES)  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match="got the rules twice"):
+            jdc.shardings(model(), RULES, rules=RULES, mesh=ONE_DEVICE)  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=r"a mesh was given as the rules"):
+            jdc.shardings(model(), rules=MESH, mesh=ONE_DEVICE)  # type: ignore[call-overload]
+
+    def test_shardings_without_a_mesh_say_where_to_give_one(self) -> None:
+        for function in (jdc.shardings, jdc.sharded_shapes):
+            with pytest.raises(TypeError, match=r"needs a mesh: give mesh=mesh, or call it inside"):
+                function(model(), RULES)
 
     def test_malformed_rules_are_refused(self) -> None:
         with pytest.raises(TypeError, match=r"the sharding rule \('mlp',\) is not a"):
             jdc.partition_specs(model(), [("mlp",)])  # type: ignore[list-item]
         with pytest.raises(TypeError, match="the sharding rule"):
             jdc.partition_specs(model(), {"mlp": 3})  # type: ignore[dict-item]
+        with pytest.raises(TypeError, match=r"the sharding rule \['mlp', \['model', 3\]\]"):
+            jdc.partition_specs(model(), [["mlp", ["model", 3]]])
+        with pytest.raises(TypeError, match=r"the sharding rule 3 is not a"):
+            jdc.partition_specs(model(), 3)  # type: ignore[arg-type]
+
+    def test_rules_as_lists_of_lists_as_json_and_yaml_load_them(self) -> None:
+        loaded = json.loads('[["batch", ["data", "fsdp"]], ["mlp", "model"], ["embed", null]]')
+        pairs = [("batch", ("data", "fsdp")), ("mlp", "model"), ("embed", None)]
+        assert jdc.partition_specs(model(), loaded) == jdc.partition_specs(model(), pairs)
+
+        @jdc.pytree_dataclass
+        class Batch:
+            x: jdc.Sharded[jax.Array, "batch", "mlp"]
+
+        assert jdc.partition_specs(Batch(jnp.ones((8, 2))), loaded).x == P(
+            ("data", "fsdp"), "model"
+        )
 
     @settings(max_examples=200, deadline=None)
     @given(
@@ -307,21 +342,6 @@ class TestTrees:
         text = error_text(lambda: jdc.partition_specs(jdc.replace(stack, layers=(jnp.ones(4),))))
         assert "field 'layers' of" in text and "at .layers[0] (f32[4]): declares 2 axes" in text
 
-    def test_a_declaration_on_a_field_holding_a_pytree_dataclass_is_an_error(self) -> None:
-        """A class decides for its own fields: the outer declaration would reach none of them,
-        so it is refused rather than ignored; the inner class's own fields are still read."""
-
-        @jdc.pytree_dataclass
-        class Outer:
-            inner: jdc.Sharded[Any, "batch"]
-            pair: jdc.Sharded[Any, "batch"]
-
-        outer = Outer(dense(), (jnp.ones(4), dense()))
-        text = error_text(lambda: jdc.partition_specs(outer, RULES))
-        assert "2 sharding declarations do not fit" in text
-        assert "field 'inner' of" in text and "Outer at .inner (Dense): holds a Dense" in text
-        assert "at .pair[1] (Dense)" in text and "Declare the axes on the fields of Dense" in text
-
     def test_default_spec_or_function_for_undeclared_leaves(self) -> None:
         layer = Dense(jnp.ones((4, 8)), jnp.zeros(8), jnp.ones(4))
         specs = jdc.partition_specs(layer, RULES, default=P("data"))
@@ -381,14 +401,17 @@ class TestErrors:
         assert "shards along 'embed', 'mlp', which the mesh does not have" in text
         assert "Use its axes ('data', 'model')" in text
         text = error_text(lambda: jdc.partition_specs(model(), {**RULES, "mlp": "tp"}, mesh=MESH))
-        assert "'tp' (through the rules)" in text and "change the rule" in text
+        assert "shards along 'tp' (the rule for 'mlp'), which the mesh does not have" in text
+        assert "change the rule" in text
 
     def test_a_dimension_the_mesh_does_not_divide(self) -> None:
         bad = Model([dense(4, 6)], jnp.ones((8, 2)))
         mesh = abstract_mesh(data=4, model=4)
         text = error_text(lambda: jdc.partition_specs(bad, RULES, mesh=mesh))
         assert "field 'b' of Dense at .layers[0].b (f32[6])" in text
-        assert "dimension 0 has size 6, which the mesh axes 'model' (4) (through the rules)" in text
+        assert (
+            "dimension 0 has size 6, which the mesh axes 'model' (4) (the rule for 'mlp')" in text
+        )
         assert "Choose a size divisible by 4" in text
         assert text.startswith("2 sharding declarations do not fit")  # w and b, at once
         assert error_text(lambda: jdc.shardings(bad, mesh, RULES)) == text  # type: ignore[arg-type]
@@ -399,12 +422,17 @@ class TestErrors:
             x: jdc.Sharded[jax.Array, "mlp", "mlp"]
             y: jdc.Sharded[jax.Array, "model", ("model", "data")]
 
-        text = error_text(lambda: jdc.partition_specs(Square(jnp.ones((4, 4)), jnp.ones((4, 4)))))
+        square = Square(jnp.ones((4, 4)), jnp.ones((4, 4)))
+        text = error_text(lambda: jdc.partition_specs(square))
         assert "field 'x' of" in text and "names the axis 'mlp' on several dimensions" in text
+        assert "field 'y' of" in text and "names the axis 'model' on several dimensions" in text
         text = error_text(
-            lambda: jdc.partition_specs(Square(jnp.ones((4, 4)), jnp.ones((4, 4))), mesh=MESH)
+            lambda: jdc.partition_specs(
+                {"x": jnp.ones((4, 4))}, mesh=abstract_mesh(x=2), default=P("x", "x")
+            )
         )
-        assert "field 'y' of" in text and "along the mesh axis 'model'" in text
+        assert "undeclared leaf at ['x'] (f32[4,4]): shards several dimensions along the mesh " \
+            "axis 'x'; a mesh axis may shard one dimension only." in text  # fmt: skip
 
     def test_a_default_that_does_not_fit(self) -> None:
         text = error_text(lambda: jdc.partition_specs(model(), RULES, mesh=MESH, default=P("x")))
@@ -433,7 +461,8 @@ class TestCheckShardings:
         assert "- field 'w' of Dense at .layers[1].w (f32[4,8]): has SingleDeviceSharding, " \
             "declared P(None, 'model')" in text  # fmt: skip
         assert "field 'b' of Dense at .layers[1].b (f32[8]): has no sharding" in text
-        assert "jax.device_put(tree, jdc.shardings(tree, mesh, rules))" in text
+        assert "jax.device_put(tree, jdc.shardings(tree, rules, mesh=mesh))" in text
+        assert "or inside jax.jit jdc.constrain_shardings(tree, rules)." in text
 
     def test_another_spec_or_another_mesh(self) -> None:
         elsewhere = {**RULES, "mlp": "data"}

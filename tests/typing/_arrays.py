@@ -1,4 +1,4 @@
-"""Array constructors shared by the typing cases (a helper module, not a case itself).
+"""Array (and mesh) constructors shared by the typing cases (a helper module, not a case itself).
 
 pyright in strict mode reports `jnp.zeros`, `jnp.ones`, `jnp.asarray`, ... as partially unknown,
 because jaxlib ships no stub for its compiled `Device` type (a `device=` parameter). That is
@@ -7,7 +7,8 @@ jax's matter, not the subject of these cases, so the one suppression lives here.
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec
 
 
 def zeros(*shape: int) -> jax.Array:
@@ -20,3 +21,9 @@ def ones(*shape: int) -> jax.Array:
 
 def replicated() -> PartitionSpec:
     return PartitionSpec()  # type: ignore[no-untyped-call]  # jax: no annotations on __init__
+
+
+def one_device_mesh() -> Mesh:
+    """One device as a 1 x 1 mesh of axes "data" and "model"."""
+    devices = np.array(jax.devices()[:1])  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType, reportUnknownVariableType]
+    return Mesh(devices.reshape(1, 1), ("data", "model"))

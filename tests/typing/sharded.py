@@ -1,4 +1,6 @@
-"""`Sharded[T, *axes]` is `T` to checkers, in every spelling; the functions' return types."""
+"""`Sharded[T, *axes]` is `T` to checkers, in every spelling; the functions' signatures (the
+tree, the rules, the mesh as a keyword; `shardings(tree, mesh, rules)` as before) and return
+types."""
 
 # ruff reads the axis names as forward references (it cannot see that Sharded is Annotated).
 # ruff: noqa: F821
@@ -6,7 +8,7 @@
 from typing import Any, assert_type
 
 import jax
-from _arrays import ones, replicated
+from _arrays import one_device_mesh, ones, replicated
 from jax.sharding import PartitionSpec
 
 import jax_dataclasses as jdc
@@ -43,7 +45,21 @@ specs = jdc.partition_specs(layer, default=by_path)
 jdc.check_shardings(layer, dict.fromkeys(["embed", "mlp", "data", "model"]))
 error: ValueError = jdc.ShardingDeclarationError("message")
 
+mesh = one_device_mesh()
+rules = {"embed": None, "mlp": "model"}
+loaded_rules: list[list[Any]] = [["embed", None], ["mlp", ["data", "model"]]]  # as JSON loads
+shardings: Any = jdc.shardings(layer, rules, mesh=mesh)
+shardings = jdc.shardings(layer, mesh, rules)
+shardings = jdc.shardings(layer, mesh, rules=rules)  # the order of earlier versions
+shardings = jdc.shardings(layer, mesh=mesh, rules=rules)
+shardings = jdc.sharded_shapes(layer, loaded_rules, mesh=mesh)
+shardings = jdc.sharded_shapes(layer, mesh, rules)
+with jdc.sharding_rules(rules):
+    assert_type(jdc.constrain_shardings(layer, mesh=mesh), Dense)
+    assert_type(jdc.with_logical_constraint(layer.w, ("embed", None), mesh=mesh), jax.Array)
+
 
 def never_called() -> None:
     Dense(ones(4, 8), "not an array", ones(4, 8))  # E: mypy[arg-type] pyright[reportArgumentType]
     jdc.partition_specs(layer, {"embed": 3})  # E: mypy[dict-item] pyright[reportArgumentType]
+    jdc.shardings(layer, rules, mesh, mesh=mesh)  # E: mypy[call-overload] pyright[reportCallIssue]
