@@ -485,15 +485,18 @@ def _static_alias_defined_after(case: Case) -> bool:
 
 
 def _later_alias_is_static(case: Case, ours: Observation) -> bool:
-    """Constructed, and no field annotated with the later alias is a leaf."""
+    """No field annotated with the later alias is a leaf (where an instance is constructed)."""
     leaf = cast(Any, case.reference).leaf
     later = {
         f.name
         for f in dataclasses.fields(leaf)
         if getattr(f.type, "__forward_arg__", f.type) == "StaticLater"
     }
+    construct = ours.get("construct")
+    if construct != ("ok", None):  # Refused for another documented reason, not this one.
+        return construct is not None and construct[1] != "StaticAnnotationError"
     pytree = ours.get("pytree")
-    if ours.get("construct") != ("ok", None) or not pytree or pytree[0] != "ok":
+    if not pytree or pytree[0] != "ok":
         return False
     paths = {path for path, _ in pytree[1]["leaves"]}
     return not any(f".{name}" in paths for name in later)
