@@ -31,6 +31,7 @@ from jax_dataclasses._construct import (
     init_parameters,
     init_source,
     new_fields,
+    other_pytree_maker,
     undecorated_init,
     wrap_own_init,
 )
@@ -39,7 +40,6 @@ from jax_dataclasses._declarations import (
     Pending,
     declare,
     declaring_class,
-    from_reading,
 )
 from jax_dataclasses._frozen import (
     MUTABILITY_ATTR,
@@ -55,14 +55,9 @@ from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, register, tr
 from jax_dataclasses._scope import Scope, class_annotations, class_scope, signature_of
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
-
-
 _OPTIONS: Mapping[str, bool] = MappingProxyType(
     {
-        # The keywords of `dataclasses.dataclass`, with its defaults (a test compares them on
-        # each Python). Each reaches `dataclasses` as given, except where `_dataclass_options`
-        # says otherwise: our `__init__`, frozen always, a hash by fields unless the class has
-        # its own.
+        # `dataclasses.dataclass`'s keywords and defaults (a test compares them on each Python).
         "init": True,
         "repr": True,
         "eq": True,
@@ -333,7 +328,7 @@ class _Deferral:
     def _decide(self, declared: Declaration) -> Declaration:
         waiting = self.pending.get(declared.name)
         if waiting is not None:
-            return from_reading(declared.name, declared.owner, waiting.decide(), waiting.mark)
+            return waiting.decided()
         base = self.inherited.get(declared.name)
         if base is None:
             return declared
@@ -500,7 +495,7 @@ def _check_decoratable(cls: object) -> type:
         _restore(cls, layout.namespace)
     elif cls.__dict__.get("__setattr__") is frozen_setattr:
         raise TypeError(f"{cls.__qualname__} is already a pytree dataclass: decorate it once.")
-    leftover = _other_pytree_maker(cls)
+    leftover = other_pytree_maker(cls)
     if leftover is not None:
         raise TypeError(f"{cls.__qualname__} {leftover}")
     for name in ("__setattr__", "__delattr__"):
@@ -510,38 +505,6 @@ def _check_decoratable(cls: object) -> type:
                 "instances frozen. Remove it; use jdc.copy_and_mutate to edit copies."
             )
     return cls
-
-
-def _other_pytree_maker(cls: type) -> str | None:
-    """What else makes `cls` a dataclass or pytree (left over from a migration), with the fix."""
-    bases = {f"{base.__module__}.{base.__qualname__}": base for base in cls.__mro__[1:]}
-    if any(name.startswith("equinox.") and name.endswith("._module.Module") for name in bases):
-        return (
-            "subclasses equinox.Module, which makes every subclass a dataclass registered with "
-            "JAX itself. Remove the eqx.Module base and keep @jdc.pytree_dataclass (see "
-            "'Migrating from equinox' in the docs)."
-        )
-    if cls.__dict__.get("_flax_dataclass"):
-        node = bases.get("flax.struct.PyTreeNode")
-        if node is not None:
-            via = next(base for base in cls.__mro__[1:] if issubclass(base, node))
-            through = "" if via is node else f" (through {via.__qualname__})"
-            return (
-                f"subclasses flax.struct.PyTreeNode{through}, which makes every subclass a flax "
-                "dataclass registered with JAX. Remove that base and keep @jdc.pytree_dataclass "
-                "(for TrainState, see 'Migrating from flax.struct' in the docs)."
-            )
-        return (
-            "is already a flax dataclass registered with JAX: remove @flax.struct.dataclass "
-            "and keep @jdc.pytree_dataclass (flax's field(pytree_node=False) still works)."
-        )
-    params = cls.__dict__.get("__dataclass_params__")
-    if params is not None and "__setattr__" in cls.__dict__:
-        return (
-            "is already a frozen dataclass: remove @dataclasses.dataclass(frozen=True) and "
-            "keep @jdc.pytree_dataclass, which makes the dataclass (with the same options)."
-        )
-    return None
 
 
 def _dataclass_options(cls: type, options: dict[str, bool]) -> dict[str, bool]:

@@ -414,6 +414,38 @@ def raise_unregistered(cls: type) -> NoReturn:
     )
 
 
+def other_pytree_maker(cls: type) -> str | None:
+    """What else makes `cls` a dataclass or pytree (left over from a migration), with the fix."""
+    bases = {f"{base.__module__}.{base.__qualname__}": base for base in cls.__mro__[1:]}
+    if any(name.startswith("equinox.") and name.endswith("._module.Module") for name in bases):
+        return (
+            "subclasses equinox.Module, which makes every subclass a dataclass registered with "
+            "JAX itself. Remove the eqx.Module base and keep @jdc.pytree_dataclass (see "
+            "'Migrating from equinox' in the docs)."
+        )
+    if cls.__dict__.get("_flax_dataclass"):
+        node = bases.get("flax.struct.PyTreeNode")
+        if node is not None:
+            via = next(base for base in cls.__mro__[1:] if issubclass(base, node))
+            through = "" if via is node else f" (through {via.__qualname__})"
+            return (
+                f"subclasses flax.struct.PyTreeNode{through}, which makes every subclass a flax "
+                "dataclass registered with JAX. Remove that base and keep @jdc.pytree_dataclass "
+                "(for TrainState, see 'Migrating from flax.struct' in the docs)."
+            )
+        return (
+            "is already a flax dataclass registered with JAX: remove @flax.struct.dataclass "
+            "and keep @jdc.pytree_dataclass (flax's field(pytree_node=False) still works)."
+        )
+    params = cls.__dict__.get("__dataclass_params__")
+    if params is not None and "__setattr__" in cls.__dict__:
+        return (
+            "is already a frozen dataclass: remove @dataclasses.dataclass(frozen=True) and "
+            "keep @jdc.pytree_dataclass, which makes the dataclass (with the same options)."
+        )
+    return None
+
+
 def _other_decorator(cls: type) -> str | None:
     """The dataclass decorator other than ours that was applied to `cls`, if one was."""
     if cls.__dict__.get("_flax_dataclass"):

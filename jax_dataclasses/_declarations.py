@@ -93,11 +93,17 @@ class Pending(NamedTuple):
     scope: Scope
     mark: Mark | None = None
     """The field's metadata mark, if any (it decides when the annotation does not)."""
+    owner: str = ""
+    """The qualified name of the class that declared the field ("" for a parameter)."""
 
     def decide(self) -> Reading:
         """The annotation's reading now. A name still undefined (imported under
         `TYPE_CHECKING` only) cannot make it Static: such a field is a child, for good."""
         return read(self.read_annotation(), self.where, self.scope, final=True)
+
+    def decided(self) -> Declaration:
+        """The field's declaration, decided now (`decide`)."""
+        return from_reading(self.name, self.owner, self.decide(), self.mark)
 
 
 def declare(
@@ -119,7 +125,7 @@ def declare(
     if not reading.pending:
         return declared, None
     reread = _rereader(owner, name, annotation)
-    return declared, Pending(name, where, reread, scope, mark)
+    return declared, Pending(name, where, reread, scope, mark, owner.__qualname__)
 
 
 def declaring_class(cls: type, f: dataclasses.Field[Any]) -> type:

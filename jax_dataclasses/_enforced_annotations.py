@@ -26,7 +26,6 @@ from jax_dataclasses._declarations import (
     Unreadable,
     declare,
     declaring_class,
-    from_reading,
 )
 from jax_dataclasses._record import Layout, layout_of
 from jax_dataclasses._scope import class_scope
@@ -149,7 +148,7 @@ def _declarations(cls: type) -> tuple[Declaration, ...]:
         owner = declaring_class(cls, f)
         declared, pending = declare(f.name, owner, f.type, f.metadata, class_scope(owner))
         if pending is not None:
-            declared = from_reading(f.name, owner.__qualname__, pending.decide(), pending.mark)
+            declared = pending.decided()
         found.append(declared)
     return tuple(found)
 
