@@ -51,6 +51,25 @@ def crossings(action: Callable[[], Any]) -> tuple[int, Counter[tuple[str, str]]]
     return sum(pairs.values()), pairs
 
 
+def lines_run(action: Callable[[], Any]) -> dict[str, int]:
+    """The distinct lines of each of our modules that `action` runs: what a reader follows."""
+    lines: dict[str, set[int]] = {}
+
+    def trace(frame: FrameType, event: str, arg: object) -> Any:
+        module = _module_of(frame)
+        if module is None or module.startswith("_codegen ("):
+            return None
+        lines.setdefault(module, set()).add(frame.f_lineno)
+        return trace
+
+    sys.settrace(trace)
+    try:
+        action()
+    finally:
+        sys.settrace(None)
+    return {module: len(found) for module, found in sorted(lines.items())}
+
+
 def decorate() -> type:
     @jdc.pytree_dataclass
     class Layer:
@@ -63,6 +82,45 @@ def decorate() -> type:
             pass
 
     return Layer
+
+
+EVERY_ENTRY = """
+from __future__ import annotations
+import jax
+import jax_dataclasses as jdc
+
+Count = jdc.Static[int]
+
+@jdc.pytree_dataclass
+class Block:
+    w: jdc.Sharded[jax.Array, "embed"]
+    n: Count = 2
+    other: Later = None
+
+class Plain(Block):
+    pass
+
+class Later:
+    pass
+"""
+
+
+def every_entry_point() -> None:
+    """A class through each way into the builder (decorated with a name defined after it,
+    decided at its first use (as 1.6.3 and every revision since could run it), an undecorated subclass, a cloudpickle round trip) and each
+    reader of its declarations (sharding, the 1.6 layout)."""
+    import types
+
+    import cloudpickle
+
+    module = types.ModuleType("every_entry")
+    sys.modules[module.__name__] = module
+    exec(compile(EVERY_ENTRY, "<every_entry>", "exec"), module.__dict__)
+    block = module.Block(jnp.ones(2))
+    module.Plain(jnp.ones(2))
+    cloudpickle.loads(cloudpickle.dumps(block))
+    jdc.partition_specs(block, {"embed": None})
+    jdc.v1_6_layout(block)
 
 
 def main() -> None:
@@ -81,6 +139,15 @@ def main() -> None:
         "flatten and unflatten": lambda: jax.tree.map(lambda x: x, instance),
         "a validated copy_and_mutate edit": edit,
     }
+    for what, action in (
+        ("decorating a class and constructing it", lambda: decorate()(jnp.ones(2))),
+        ("every way into the builder, and every reader", every_entry_point),
+    ):
+        followed = lines_run(action)
+        print(
+            f"{what} runs {sum(followed.values())} lines of {len(followed)} modules: "
+            + ", ".join(f"{module} {count}" for module, count in followed.items())
+        )
     for name, action in actions.items():
         total, pairs = crossings(action)
         top = ", ".join(f"{a}->{b} {n}" for (a, b), n in pairs.most_common(4))
