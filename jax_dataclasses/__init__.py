@@ -68,20 +68,21 @@ if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown
 
     def __getattr__(name: str) -> object:
         """The names bound on first use (`_ON_FIRST_USE`): 1.6's private `_dataclasses` module,
-        the sharding functions, `register_export`, and why jit compiles again."""
+        the sharding functions, `register_export`, and why jit compiles again. (`import a.b`,
+        not `from a import b`, which would ask this function for `b` first.)"""
         module = _ON_FIRST_USE.get(name)
         if module == "":
-            from jax_dataclasses import _dataclasses as found
+            import jax_dataclasses._dataclasses as found
         elif module == "_sharded_trees":
-            from jax_dataclasses import _sharded_trees as found
+            import jax_dataclasses._sharded_trees as found
         elif module == "_sharding_checks":
-            from jax_dataclasses import _sharding_checks as found
+            import jax_dataclasses._sharding_checks as found
         elif module == "_export":
-            from jax_dataclasses import _export as found
+            import jax_dataclasses._export as found
         elif module == "_explain":
-            from jax_dataclasses import _explain as found
+            import jax_dataclasses._explain as found
         elif module == "_recompiles":
-            from jax_dataclasses import _recompiles as found
+            import jax_dataclasses._recompiles as found
         else:
             raise AttributeError(f"module 'jax_dataclasses' has no attribute {name!r}")
         return found if module == "" else getattr(found, name)

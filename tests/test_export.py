@@ -262,7 +262,8 @@ ALIAS = np.longlong  # On Linux, a type of its own whose dtype's name ("int64") 
         (ALIAS, r"would come back from a serialized export as <class 'numpy\.int64'>"),
         # 80 bits on Linux x86: JSON has no number for it. Where it is a double, it would come
         # back as np.float64.
-        (np.longdouble(1.5), r"\(numpy\.longdouble\), which a serialized|would come back as"),
+        # NumPy 1.24 (the oldest corner) names it by its size: numpy.float128.
+        (np.longdouble(1.5), r"\(numpy\.(longdouble|float128)\), which a serialized|would come"),
     ],
     ids=["namedtuple", "complex", "structured dtype", "subarray dtype", "type alias", "longdouble"],
 )

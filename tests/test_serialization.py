@@ -438,6 +438,8 @@ assert jdc.Sharded.__module__ == "jax_dataclasses._forms" and callable(jdc.regis
 assert callable(jdc.jit_diff) and issubclass(jdc.RecompileWarning, UserWarning)
 assert callable(jdc.check_shardings)
 assert lazy <= set(sys.modules) and partition_specs is jdc.partition_specs
+assert "jax_dataclasses._dataclasses" not in sys.modules
+assert jdc._dataclasses.JDC_STATIC_MARKER == "__jax_dataclasses_static_field__"
 """
     )
 

@@ -5,6 +5,8 @@ because jaxlib ships no stub for its compiled `Device` type (a `device=` paramet
 jax's matter, not the subject of these cases, so the one suppression lives here.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,5 +27,7 @@ def replicated() -> PartitionSpec:
 
 def one_device_mesh() -> Mesh:
     """One device as a 1 x 1 mesh of axes "data" and "model"."""
-    devices = np.array(jax.devices()[:1])  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType, reportUnknownVariableType]
-    return Mesh(devices.reshape(1, 1), ("data", "model"))
+    # Declared types: jax 0.4.36 and NumPy 1.24 (the oldest corner) infer partly unknown ones.
+    devices: np.ndarray[Any, Any] = np.array(jax.devices()[:1])  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    mesh: Mesh = Mesh(devices.reshape(1, 1), ("data", "model"))  # pyright: ignore[reportUnknownVariableType]
+    return mesh  # pyright: ignore[reportUnknownVariableType]
