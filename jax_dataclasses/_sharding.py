@@ -34,7 +34,7 @@ from jax_dataclasses._forms import (
     is_entry,
 )
 from jax_dataclasses._printing import array_summary
-from jax_dataclasses._record import layout_of
+from jax_dataclasses._record import layout_of, settled
 from jax_dataclasses._tree_api import (
     KeyPath,
     keyed_children,
@@ -79,14 +79,12 @@ class _Declaration:
 def _class_declarations(cls: type) -> dict[str, _Declaration]:
     """The declared fields of pytree dataclass `cls` (its child fields annotated `Sharded`), as
     the class stores them."""
-    layout = layout_of(cls)
+    layout = settled(cls)
     if layout is None:
         return {}
-    layout.settle()
-    current = layout_of(cls) or layout  # Settled: the new record.
     return {
         d.name: _Declaration(d.axes, cls.__qualname__, d.name)
-        for d in current.declarations
+        for d in layout.declarations
         if d.axes is not None
     }
 
