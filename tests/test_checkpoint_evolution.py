@@ -328,7 +328,7 @@ def test_a_positional_checkpoint_given_to_saved_layout_says_which_function_reads
     into = jax.tree.map(ocp.utils.to_shape_dtype_struct, target(PolicyOf, Dense))
     with ocp.StandardCheckpointer() as checkpointer:
         metadata = checkpointer.metadata((written / "orbax-1.6").absolute())
-    with pytest.raises(ValueError, match="1.6; restore it with jdc.v1_6_layout"):
+    with pytest.raises(ValueError, match=r"1\.6; restore it with jdc\.v1_6_layout"):
         jdc.saved_layout(into, metadata)
 
 

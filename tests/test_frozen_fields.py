@@ -183,7 +183,7 @@ def test_the_mask_follows_the_declarations_through_lists_dicts_and_nested_classe
         **{
             f".layers[{i}].{name}": name != "stats"
             for i in range(3)
-            for name in "w b stats".split()
+            for name in ["w", "b", "stats"]
         },
         **{f".encoder.{name}": False for name in ("w", "b", "stats")},
         ".extras['gain']": True,
