@@ -317,9 +317,11 @@ class _Deferral:
         return cast(Layout, layout_of(base)).declaration(declared.name)
 
 
-def reload(cls: type, declarations: tuple[Declaration, ...], evolution: Evolution) -> Layout:
+def reload(
+    cls: type, declarations: tuple[Declaration, ...], evolution: Evolution = NO_EVOLUTION
+) -> Layout:
     """Register a class cloudpickle rebuilds, while it restores the class's attributes (its
-    `__init__` comes with them)."""
+    `__init__` comes with them). A pickle made before classes had an `Evolution` has none."""
     layout = _compile(cls, declarations, None, False, evolution)
     register(layout)
     return cast(Layout, layout_of(cls))

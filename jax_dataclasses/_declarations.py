@@ -3,12 +3,12 @@ axes (`Sharded[T, *axes]`), not trained (`Frozen[T]`) and the rest of its `Annot
 
 This is the one reader of annotations. The class builder calls `declare` for each field when
 the class is decorated, and every feature reads the `Declaration`s stored with the class
-(sharding, export, checkpoints, `jdc.jit`'s parameters through `read`, the deprecated mixin).
-Only the outermost part of an annotation declares: `Static[Later]` works while `Later` is not
-defined, and `Static`, `Sharded` or `Frozen` anywhere else (`Optional[Static[int]]`) is an
-error, never a silently dynamic, replicated or trained value. Strings are read, not evaluated as a whole: each
-dotted name is looked up in the `Scope` that defines the class, `Literal` values and metadata
-are values. An annotation whose outermost part names something not defined yet is `pending`:
+(sharding, export, checkpoints, training masks, printing, `jdc.jit`'s parameters through
+`read`, the deprecated mixin). Only the outermost part of an annotation declares:
+`Static[Later]` works while `Later` is not defined, and `Static`, `Sharded` or `Frozen`
+anywhere else (`Optional[Static[int]]`) is an error, never a silently dynamic, replicated or
+trained value. Strings are read, not evaluated as a whole: each dotted name is looked up in
+the `Scope` that defines the class, `Literal` values and metadata are values. An annotation whose outermost part names something not defined yet is `pending`:
 the builder reads it again at the class's first use (`Pending.decide`).
 """
 

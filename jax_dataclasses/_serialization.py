@@ -9,7 +9,9 @@ class is registered as it is created (`_registry.on_register`). Without flax not
 
 State dicts hold children under their field names; static fields are not stored and are taken
 from the target on restore. Restoring rebuilds the object through its pytree unflatten, so
-`__init__`/`__post_init__` never see the raw restored values.
+`__init__`/`__post_init__` never see the raw restored values. A restore pairs each class's
+children with the state's entries as the class's `Evolution` declares (`_evolution.match`),
+and reports every entry that does not fit below the class restored, in one error.
 """
 
 from __future__ import annotations
