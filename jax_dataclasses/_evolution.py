@@ -326,8 +326,9 @@ class _Walk:
             )
             return target
         named = {_name(key): (key, child) for (key, *_), child in children}
-        for name in entries.keys() - named.keys():
-            self.problem((*path, _Entry(name)), "in the checkpoint, not in the target")
+        for name in entries:
+            if name not in named:
+                self.problem((*path, _Entry(name)), "in the checkpoint, not in the target")
         new: list[Any] = []
         for name, (key, child) in named.items():
             if name not in entries:
@@ -359,22 +360,22 @@ class _Walk:
             return target
         found = match(layout, entries.keys())
         for field in found.missing:
+            fix = "declare it added, with a default, or renamed"
             self.problem(
                 (*path, GetAttrKey(field)),
-                f"field {field!r} of {cls} is not in the "
-                "checkpoint (declare it added, with a default, or renamed)",
+                f"field {field!r} of {cls} is not in the checkpoint ({fix})",
             )
         for key in found.unknown:
+            fix = "declare it removed, or the field renamed from it"
             self.problem(
                 (*path, _Entry(key)),
-                f"the checkpoint's entry {key!r} is not a field "
-                f"of {cls} (declare it removed, or the field renamed from it)",
+                f"the checkpoint's entry {key!r} is not a field of {cls} ({fix})",
             )
         for field, keys in found.ambiguous:
             self.problem(
                 (*path, GetAttrKey(field)),
-                f"field {field!r} of {cls} is in the "
-                f"checkpoint under several names ({names(keys)})",
+                f"field {field!r} of {cls} is in the checkpoint under several names "
+                f"({names(keys)})",
             )
         restore = {
             key: self.layout(getattr(target, field), entries[key], (*path, GetAttrKey(field)))

@@ -41,17 +41,6 @@ Selector: TypeAlias = str | type
 the root), or a class (every instance of it in the tree)."""
 
 
-class _Decision(NamedTuple):
-    """The deepest decision on a path so far: where it was made, and what it says."""
-
-    depth: int
-    frozen: bool
-    explicit: bool
-
-
-_TRAINED = _Decision(-1, False, False)
-
-
 def trainable(
     tree: Any,
     *,
@@ -95,7 +84,7 @@ def trainable(
     """
     walk = _Walk(_selectors(freeze, "freeze"), _selectors(unfreeze, "unfreeze"))
     flags: list[bool] = []
-    walk.visit(tree, (), "", _TRAINED, flags)
+    walk.visit(tree, (), "", False, flags)
     walk.check_matched(tree)
     return tree_structure(tree, None).unflatten(flags)
 
@@ -178,30 +167,30 @@ class _Walk:
         return found
 
     def visit(
-        self, node: object, path: KeyPath, text: str, decision: _Decision, flags: list[bool]
+        self, node: object, path: KeyPath, text: str, frozen: bool, flags: list[bool]
     ) -> None:
+        """Append the flags of `node`'s leaves; `frozen`: the deepest decision above it (each
+        decision made lower down replaces it, a selector here after a declaration here)."""
         if self.named:
             self.seen.append(text)
         freezes = self.matches(self.freeze, node, text)
         unfreezes = self.matches(self.unfreeze, node, text)
         if freezes and unfreezes:
             raise ValueError(
-                f"trainable: the subtree at key path {keystr(path) or '(the root)'} is both frozen "
-                f"(freeze={freezes!r}) and unfrozen (unfreeze={unfreezes!r}) for this run. "
-                "Select it in one of them only."
+                f"trainable: the subtree at key path {keystr(path) or '(the root)'} is both "
+                f"frozen (freeze={_show(freezes)}) and unfrozen (unfreeze={_show(unfreezes)}) "
+                "for this run. Select it in one of them only."
             )
         if freezes or unfreezes:
-            decision = _Decision(len(path), bool(freezes), True)
+            frozen = bool(freezes)
         if not is_node(node):
-            flags.append(not decision.frozen)
+            flags.append(not frozen)
             return
         layout = settled(type_of(node))
-        frozen = layout.frozen if layout is not None else ()
+        declared = layout.frozen if layout is not None else ()
         children, _ = keyed_level(node)
         for (key, *_), child in children:
-            below = decision
-            if getattr(key, "name", None) in frozen:  # Deeper than any decision above it.
-                below = _Decision(len(path) + 1, True, False)
+            below = frozen or getattr(key, "name", None) in declared
             child_text = text + keystr((key,)) if self.named else ""
             self.visit(child, (*path, key), child_text, below, flags)
 
@@ -222,8 +211,14 @@ class _Walk:
         if unmatched:
             raise ValueError(
                 f"trainable: in the {type_of(tree).__qualname__} given, {'; '.join(unmatched)}. "
-                "A selector "
-                "that selects nothing would leave the run training what it meant to freeze (or "
-                "the reverse): give key paths as jax.tree_util.keystr writes them "
+                "A selector that selects nothing would leave the run training what it meant to "
+                "freeze (or the reverse): give key paths as jax.tree_util.keystr writes them "
                 "('.layers[2].w', \"['encoder']\"; '' is the root), or classes in the tree."
             )
+
+
+def _show(selected: list[object]) -> str:
+    """Selectors as written: key paths quoted, classes by name."""
+    return ", ".join(
+        repr(s) if isinstance(s, str) else getattr(s, "__qualname__", repr(s)) for s in selected
+    )
