@@ -2,8 +2,9 @@
 
 `pytree_dataclass` reads top to bottom, like CPython's `dataclasses._process_class` and attrs'
 `_ClassBuilder`: check the class, let `dataclasses` collect its fields, declare every field
-(`_declarations`: the one reading of its annotations), generate its functions and compile them
-once, install its methods once, register it with JAX (`_record.register`). Its record, the
+(`_declarations`: the one reading of its annotations) and read how its checkpoints changed
+(`_evolution`), generate its functions and compile them once, install its methods once,
+register it with JAX (`_record.register`). Its record, the
 `Layout`, holds everything decided. The other entry points go through the same steps: an
 undecorated subclass (`adopt`, from the `__init_subclass__` every class gets), names not yet
 defined when the class was decorated (`_Deferral.settle`, at the first use), and a class
@@ -41,6 +42,8 @@ from jax_dataclasses._declarations import (
     declare,
     declaring_class,
 )
+from jax_dataclasses._evolution import declared_evolution
+from jax_dataclasses._forms import NO_EVOLUTION, Evolution
 from jax_dataclasses._frozen import (
     MUTABILITY_ATTR,
     Mutability,
@@ -166,6 +169,7 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
                 f"(self.{f.name} = jnp.asarray(self.{f.name}))."
             )
     declarations, pending, inherited = _declare(cls, all_fields)
+    evolution = declared_evolution(cls, declarations)
 
     methods: dict[str, object] = {
         "__setattr__": frozen_setattr,
@@ -199,7 +203,7 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
         methods["__abstractmethods__"] = abstract
     _record_options(cls, options)
     deferral = _Deferral.of(cls, pending, inherited)
-    layout = _compile(cls, declarations, deferral, generate_init, namespace)
+    layout = _compile(cls, declarations, deferral, generate_init, evolution, namespace)
     if layout.init is not None:
         methods["__init__"] = layout.init
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
@@ -277,6 +281,7 @@ def _compile(
     declarations: tuple[Declaration, ...],
     deferral: _Deferral | None,
     generate_init: bool,
+    evolution: Evolution = NO_EVOLUTION,
     namespace: Mapping[str, object] | None = None,
 ) -> Layout:
     """The class's layout, with its generated functions compiled in one go (`namespace`: the
@@ -288,7 +293,7 @@ def _compile(
         sources.append(init_source(cls, statics, deferral is not None))
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
-    return Layout(cls, declarations, functions, reload, settle, namespace)
+    return Layout(cls, declarations, functions, reload, settle, evolution, namespace)
 
 
 class _Deferral:
@@ -319,7 +324,10 @@ class _Deferral:
             if layout is None or not layout.pending:  # Decided by another thread.
                 return
             declarations = tuple(self._decide(d) for d in layout.declarations)
-            rebuilt = _compile(self.cls, declarations, None, layout.init is not None)
+            generate_init = layout.init is not None
+            rebuilt = _compile(
+                self.cls, declarations, None, generate_init, layout.evolution, layout.namespace
+            )
             if layout.init is not None and rebuilt.init is not None:
                 take_code(layout.init, rebuilt.init)
                 rebuilt.init = layout.init
@@ -336,10 +344,12 @@ class _Deferral:
         return cast(Layout, layout_of(base)).declaration(declared.name)
 
 
-def reload(cls: type, declarations: tuple[Declaration, ...]) -> Layout:
+def reload(
+    cls: type, declarations: tuple[Declaration, ...], evolution: Evolution = NO_EVOLUTION
+) -> Layout:
     """Register a class cloudpickle rebuilds, while it restores the class's attributes (its
-    `__init__` comes with them)."""
-    layout = _compile(cls, declarations, None, False)
+    `__init__` comes with them). A pickle made before classes had an `Evolution` has none."""
+    layout = _compile(cls, declarations, None, False, evolution)
     register(layout)
     return cast(Layout, layout_of(cls))
 
@@ -446,7 +456,8 @@ def adopt(sub: type) -> None:
         methods["__abstractmethods__"] = abstract
     _install(sub, methods)
     inherited = {d.name: parent.cls for d in parent.declarations} if parent.pending else {}
-    register(_compile(sub, parent.declarations, _Deferral.of(sub, (), inherited), False))
+    deferral = _Deferral.of(sub, (), inherited)
+    register(_compile(sub, parent.declarations, deferral, False, parent.evolution))
 
 
 # -- the methods every class gets, and how they are installed -------------------------------

@@ -1,14 +1,14 @@
 """What a field declares, read once: static or child (`Static[T]`, field metadata), sharding
-axes (`Sharded[T, *axes]`) and the rest of its `Annotated` metadata.
+axes (`Sharded[T, *axes]`), not trained (`Frozen[T]`) and the rest of its `Annotated` metadata.
 
 This is the one reader of annotations. The class builder calls `declare` for each field when
 the class is decorated, and every feature reads the `Declaration`s stored with the class
-(sharding, export, checkpoints, `jdc.jit`'s parameters through `read`, the deprecated mixin).
-Only the outermost part of an annotation declares: `Static[Later]` works while `Later` is not
-defined, and `Static` or `Sharded` anywhere else (`Optional[Static[int]]`) is an error, never
-a silently dynamic or replicated value. Strings are read, not evaluated as a whole: each
-dotted name is looked up in the `Scope` that defines the class, `Literal` values and metadata
-are values. An annotation whose outermost part names something not defined yet is `pending`:
+(sharding, export, checkpoints, training masks, printing, `jdc.jit`'s parameters through
+`read`, the deprecated mixin). Only the outermost part of an annotation declares:
+`Static[Later]` works while `Later` is not defined, and `Static`, `Sharded` or `Frozen`
+anywhere else (`Optional[Static[int]]`) is an error, never a silently dynamic, replicated or
+trained value. Strings are read, not evaluated as a whole: each dotted name is looked up in
+the `Scope` that defines the class, `Literal` values and metadata are values. An annotation whose outermost part names something not defined yet is `pending`:
 the builder reads it again at the class's first use (`Pending.decide`).
 """
 
@@ -26,6 +26,7 @@ from typing import Any, Literal, NamedTuple, NoReturn, cast
 import typing_extensions
 
 from jax_dataclasses._forms import (
+    FROZEN_MARKER,
     STATIC_MARKER,
     Axes,
     AxisEntry,
@@ -57,6 +58,8 @@ class Declaration(NamedTuple):
     """Whether jax_dataclasses 1.6 saw the field as static, and so did not save it in
     checkpoints: its own marker, or `Static` found through a module-level name (its
     `typing.get_type_hints` never saw names local to a function)."""
+    frozen: bool = False
+    """Whether `Frozen[T]` marks the field as not trained (a child all the same)."""
 
     @property
     def where(self) -> str:
@@ -73,6 +76,7 @@ class Reading(NamedTuple):
     """A name in it is not defined yet, and could change the answer or make it an error."""
     local: bool
     """`Static` was found through a name local to an enclosing function or class body."""
+    frozen: bool = False
 
 
 class Unreadable(NamedTuple):
@@ -141,6 +145,13 @@ def declaring_class(cls: type, f: dataclasses.Field[Any]) -> type:
 def from_reading(name: str, owner: str, reading: Reading, mark: Mark | None) -> Declaration:
     """The declaration a reading makes (with the field's metadata mark)."""
     static = Mark.ANNOTATION if reading.static else mark
+    if static is not None and reading.frozen:
+        raise StaticAnnotationError(
+            f"field {name!r} of {owner} is static and frozen: a static value is part of the "
+            "tree structure, never a traced leaf, so it is never trained and there is nothing "
+            "to freeze. Drop Frozen[...] to keep it static, or drop Static[...] (or the static "
+            "field metadata) to make it a frozen child."
+        )
     if static is not None and reading.axes is not None:
         raise ShardingDeclarationError(
             f"field {name!r} of {owner} is static and declares sharding axes {reading.axes!r}: "
@@ -148,7 +159,7 @@ def from_reading(name: str, owner: str, reading: Reading, mark: Mark | None) -> 
             "Static[...] to make it a sharded child, or drop Sharded[...] to keep it static."
         )
     legacy = mark is Mark.STATIC_FIELD or (static is Mark.ANNOTATION and not reading.local)
-    return Declaration(name, owner, static, reading.axes, reading.metadata, legacy)
+    return Declaration(name, owner, static, reading.axes, reading.metadata, legacy, reading.frozen)
 
 
 def _rereader(owner: type, name: str, annotation: object) -> Callable[[], object]:
@@ -207,19 +218,25 @@ class _Outer(NamedTuple):
     """What makes it Static was found through a name local to an enclosing scope."""
     undefined: bool = False
     """A name not defined yet is part of it (under a declaration that decides without it)."""
+    frozen: int = 0
+    """How many `Frozen` markers it holds (`Frozen[Frozen[T]]` is Frozen too)."""
 
     def around(self, metadata: tuple[object, ...], local: bool) -> _Outer:
         """This, inside `Annotated[<this>, *metadata]` whose head `local` says where it was."""
         static = any(map(is_marker, metadata))
         axes = self.axes + tuple(item for item in metadata if isinstance(item, Axes))
+        frozen = self.frozen + sum(item is FROZEN_MARKER for item in metadata)
         others = self.others + tuple(
-            item for item in metadata if not is_marker(item) and not isinstance(item, Axes)
+            item
+            for item in metadata
+            if not is_marker(item) and not isinstance(item, Axes) and item is not FROZEN_MARKER
         )
         if static:
-            return _Outer(True, axes, others, local, self.undefined or self.static is None)
-        if self.static is None and axes:  # `Sharded[Later, "a"]`: a child (or an error).
-            return _Outer(False, axes, others, False, True)
-        return _Outer(self.static, axes, others, self.local, self.undefined)
+            undefined = self.undefined or self.static is None
+            return _Outer(True, axes, others, local, undefined, frozen)
+        if self.static is None and (axes or frozen):  # `Sharded[Later, "a"]`, `Frozen[Later]`:
+            return _Outer(False, axes, others, False, True, frozen)  # a child (or an error).
+        return _Outer(self.static, axes, others, self.local, self.undefined, frozen)
 
 
 _PLAIN = _Outer(False)
@@ -384,47 +401,70 @@ class _Reader:
             else:  # Anything else an annotation may hold (`*Ts`, a call): its parts.
                 stack.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.expr))
 
-    def scan(self, tree: ast.expr) -> tuple[int, int, bool]:
-        """Every type part of the source: (how many are Static, how many Sharded, whether a
-        name in it is not defined yet)."""
-        statics = sharded = 0
-        undefined = False
+    def scan(self, tree: ast.expr) -> _Parts:
+        """Every type part of the source: how many declare, and whether a name in it is not
+        defined yet."""
+        parts = _NONE
         for node in self.type_parts(tree):
             if isinstance(node, ast.Name | ast.Attribute):
                 found = self.lookup(node)[0]
                 if getattr(found, TYPE_THEN_METADATA, False):
-                    sharded += 1
+                    parts = parts.plus(_Parts(sharded=1))
                     continue
-                declared = _outermost(found) if found is not _UNDEFINED else None
-                statics += bool(declared and declared.static)
-                sharded += bool(declared and declared.axes)
-                undefined = undefined or (isinstance(node, ast.Name) and found is _UNDEFINED)
-        return statics, sharded, undefined
+                undefined = isinstance(node, ast.Name) and found is _UNDEFINED
+                parts = parts.plus(
+                    _Parts.of(None if found is _UNDEFINED else _outermost(found), undefined)
+                )
+        return parts
 
-    def scan_object(self, obj: object) -> tuple[int, int, bool]:
+    def scan_object(self, obj: object) -> _Parts:
         """`scan` for an evaluated annotation, which may hold strings and `ForwardRef`s."""
         if isinstance(obj, typing.ForwardRef | str):
             extra, source = _source_of(obj)
             reader = _Reader(self.where, self.scope, extra, self.final) if extra else self
             return reader.scan(reader.parse(source))
-        declared = _outermost(obj)
-        statics = int(bool(declared and declared.static))
-        sharded = int(bool(declared and declared.axes))
+        parts = _Parts.of(_outermost(obj), False)
         value = unalias(obj)
         if value is not obj and value is not _UNEVALUATED_ALIAS:
-            inner = self.scan_object(value)
-            return statics + inner[0], sharded + inner[1], inner[2]
+            return parts.plus(self.scan_object(value))
         origin = typing.get_origin(obj)
         if origin in _LITERAL_ORIGINS:
-            return statics, sharded, False
+            return parts
         args: tuple[object, ...] = typing.get_args(obj)
         if origin in _ANNOTATED_ORIGINS:
             args = args[:1]
-        undefined = False
         for arg in args:
-            more = self.scan_object(arg)
-            statics, sharded, undefined = statics + more[0], sharded + more[1], undefined or more[2]
-        return statics, sharded, undefined
+            parts = parts.plus(self.scan_object(arg))
+        return parts
+
+
+class _Parts(NamedTuple):
+    """What the type parts of an annotation declare (`_Reader.scan`): how many are Static,
+    Sharded and Frozen, and whether a name in them is not defined yet."""
+
+    statics: int = 0
+    sharded: int = 0
+    frozen: int = 0
+    undefined: bool = False
+
+    @classmethod
+    def of(cls, declared: _Outer | None, undefined: bool) -> _Parts:
+        if declared is None:
+            return cls(undefined=undefined)
+        return cls(bool(declared.static), bool(declared.axes), declared.frozen, undefined)
+
+    def plus(self, more: _Parts) -> _Parts:
+        return _Parts(
+            self.statics + more.statics,
+            self.sharded + more.sharded,
+            self.frozen + more.frozen,
+            self.undefined or more.undefined,
+        )
+
+
+_NONE = _Parts()
+_STATIC_ONLY = _Parts(statics=1)
+"""Inside `Static[...]` nothing else declares, or waits: a value, not an array."""
 
 
 def _source_of(annotation: typing.ForwardRef | str) -> tuple[Mapping[str, Any] | None, str]:
@@ -457,22 +497,20 @@ def read(annotation: object, where: str, scope: Scope, final: bool = False) -> R
         reader = _Reader(where, scope, extra, final)
         expr = reader.parse(source)
         outer = reader.outer(expr)
-        # Inside `Static[...]` nothing else declares, or waits: a value, not an array.
-        statics, sharded, undefined = (1, 0, False) if outer.static else reader.scan(expr)
-        if outer.static is None and not statics:  # Nothing resolves: go by the spelling.
-            statics = any(_spelled(n, "Static") for n in ast.walk(expr) if isinstance(n, ast.expr))
+        parts = _STATIC_ONLY if outer.static else reader.scan(expr)
+        if outer.static is None and not parts.statics:  # Nothing resolves: go by the spelling.
+            spelled = any(_spelled(n, "Static") for n in ast.walk(expr) if isinstance(n, ast.expr))
+            parts = parts._replace(statics=int(spelled))
     else:
         reader = _Reader(where, scope, None, final)
         outer = reader.outer_object(annotation)
-        statics, sharded, undefined = (
-            (1, 0, False) if outer.static else reader.scan_object(annotation)
-        )
+        parts = _STATIC_ONLY if outer.static else reader.scan_object(annotation)
     if outer.static is None:
-        if statics:
+        if parts.statics:
             _nested_static(annotation, where, reader.undefined[0] if reader.undefined else "")
         if final:  # Still undefined: not Static (a name for type checkers only, say).
             axes = outer.axes[0].names if outer.axes else None
-            return Reading(False, axes, outer.others, False, False)
+            return Reading(False, axes, outer.others, False, False, outer.frozen > 0)
         if not scope.complete:
             raise StaticAnnotationError(
                 f"cannot tell whether the annotation {_show(annotation)} of {where} is Static: "
@@ -481,23 +519,31 @@ def read(annotation: object, where: str, scope: Scope, final: bool = False) -> R
                 "function, or define the name at module level."
             )
         return Reading(False, None, (), True, False)
-    if not outer.static and statics:
+    if not outer.static and parts.statics:
         _nested_static(annotation, where, None)
     if len(outer.axes) > 1:
         raise ShardingDeclarationError(
             f"{where} declares its sharding twice ({', '.join(map(repr, outer.axes))}): give "
             "one Sharded[T, ...] per field."
         )
-    if sharded > len(outer.axes):
+    if parts.sharded > len(outer.axes):
         raise ShardingDeclarationError(
             f"Sharded must be the outermost part of the annotation of {where}, got "
             f"{_show(annotation)}. Write Sharded[...] around the whole type, for example "
             "Sharded[Optional[jax.Array], 'batch'] instead of Optional[Sharded[jax.Array, "
             "'batch']]."
         )
-    pending = (undefined or outer.undefined) and not outer.static and not final
+    if parts.frozen > outer.frozen:
+        raise StaticAnnotationError(
+            f"Frozen must be the outermost part of the annotation of {where}, got "
+            f"{_show(annotation)}. Write Frozen[...] around the whole type, for example "
+            "Frozen[Optional[jax.Array]] instead of Optional[Frozen[jax.Array]]: the field is "
+            "frozen as a whole (every leaf under it)."
+        )
+    pending = (parts.undefined or outer.undefined) and not outer.static and not final
     axes = outer.axes[0].names if outer.axes else None
-    return Reading(outer.static, axes, outer.others, pending, outer.local and outer.static)
+    local = outer.local and outer.static
+    return Reading(outer.static, axes, outer.others, pending, local, outer.frozen > 0)
 
 
 def _nested_static(annotation: object, where: str, undefined: str | None) -> NoReturn:

@@ -27,7 +27,7 @@ from jax_dataclasses._declarations import (
     declare,
     declaring_class,
 )
-from jax_dataclasses._record import Layout, layout_of
+from jax_dataclasses._record import settled
 from jax_dataclasses._scope import class_scope
 from jax_dataclasses._static_values import warn_at_user
 from jax_dataclasses._validate import PYTHON_SCALARS
@@ -139,10 +139,9 @@ def _field_spec(cls: type, name: str, metadata: tuple[object, ...]) -> _FieldSpe
 def _declarations(cls: type) -> tuple[Declaration, ...]:
     """The declarations of `cls`'s fields: its record's, or (a plain dataclass using the
     mixin, as 1.x allowed) read now by the one reader."""
-    layout = layout_of(cls)
+    layout = settled(cls)
     if layout is not None:
-        layout.settle()
-        return typing.cast(Layout, layout_of(cls)).declarations  # Settled: the new record.
+        return layout.declarations
     found: list[Declaration] = []
     for f in dataclasses.fields(cls):
         owner = declaring_class(cls, f)

@@ -1,9 +1,11 @@
-"""The declarations users write on fields: `Static[T]` (and 1.6's `static_field()` and field
-metadata marks), `Sharded[T, *axes]`, and the errors that name a misused one.
+"""The declarations users write: on fields, `Static[T]` (and 1.6's `static_field()` and field
+metadata marks), `Sharded[T, *axes]` and `Frozen[T]`; on a class, `Evolution` (how its
+checkpoints changed); and the errors that name a misused one.
 
-Each is an `Annotated` form (a type to checkers), whose metadata object is what the one reader
-(`_declarations`) looks for: `STATIC_MARKER` (which compares equal to 1.6's marker string, so
-1.6 code reading `__metadata__` still finds it) and `Axes`.
+Each field form is an `Annotated` form (a type to checkers), whose metadata object is what the
+one reader (`_declarations`) looks for: `STATIC_MARKER` (which compares equal to 1.6's marker
+string, so 1.6 code reading `__metadata__` still finds it), `Axes` and `FROZEN_MARKER`. The
+class builder reads a class's `Evolution` once, when it builds the class.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, NoReturn, TypeAlias, TypeVar, cast, final
 
 T = TypeVar("T")
@@ -267,3 +269,158 @@ def _type_name(kind: object) -> str:
 def is_marker(item: object) -> bool:
     """Whether `Annotated` metadata `item` marks a value static (ours, or 1.6's string)."""
     return item is STATIC_MARKER or (isinstance(item, str) and item == LEGACY_STATIC_MARKER)
+
+
+# -- Frozen ---------------------------------------------------------------------------------
+
+
+@final
+class _FrozenMarker:
+    """The metadata object that `Frozen[T]` carries inside `Annotated`: one object, which
+    pickles as itself (classes pickled by value keep their frozen fields)."""
+
+    def __repr__(self) -> str:
+        return "jax_dataclasses.Frozen"
+
+    def __reduce__(self) -> str:
+        return "FROZEN_MARKER"
+
+
+FROZEN_MARKER = _FrozenMarker()
+
+Frozen = Annotated[T, FROZEN_MARKER]
+Frozen.__doc__ = """`Frozen[T]` is `T` to type checkers; on a field it marks the value as not trained.
+
+A frozen field stays a child: a traced, shardable leaf (or subtree) that `jax.jit`, `jax.grad`
+and checkpoints see as any other, so the tree structure is the same with or without it. What
+changes is what the training helpers derive from the class: `jdc.trainable` gives False for
+every leaf under a frozen field (a mask or labels for optax), `jdc.stop_frozen_gradients`
+stops their gradients, and the repr shows the field as `Frozen(...)`. Use it for pretrained
+parts, fixed embeddings and buffers (running statistics, masks, RoPE tables). It composes
+with `Sharded` in either order (`Frozen[Sharded[jax.Array, "vocab", "embed"]]`), and like
+`Static` it must be the outermost part of the annotation; a field cannot be both static and
+frozen (a static value is never trained).
+
+Examples:
+    >>> @jdc.pytree_dataclass
+    ... class Tower:
+    ...     embed: jdc.Frozen[jax.Array]
+    ...     head: jax.Array
+    >>> tower = Tower(jnp.ones((4, 2)), jnp.zeros(2))
+    >>> jdc.trainable(tower)
+    Tower(embed=Frozen(False), head=True)
+    >>> len(jax.tree.leaves(tower))  # still a child
+    2
+"""
+
+
+# -- Evolution ------------------------------------------------------------------------------
+
+EVOLUTION_ATTR = "__jdc_evolution__"
+"""The class attribute that declares how a class's checkpoints changed (an `Evolution`)."""
+
+
+@final
+class Evolution:
+    """How a class changed since checkpoints of it were written, declared on the class as
+    `__jdc_evolution__ = jdc.Evolution(...)`.
+
+    Restoring a checkpoint (a flax state dict or bytes, an orbax checkpoint through
+    `jdc.saved_layout`, or 1.6's layout) into the class then follows the declaration, and only
+    it: a field in `added` that the checkpoint lacks takes its default; a field in `renamed`
+    is found under its earlier name(s); an entry in `removed` is dropped. Every other
+    difference (a field missing, an entry unknown; in orbax restores, an array's shape or
+    dtype) is refused, in one error listing each by key path. A subclass inherits its bases'
+    declarations; nested classes and lists of them each follow their own.
+
+    Args:
+        added: Fields added since: each takes its default where a checkpoint lacks it.
+        renamed: New name -> earlier name (or several, most recent first).
+        removed: Names of fields that no longer exist: dropped where a checkpoint has them.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     kernel: jax.Array  # was `w`
+        ...     bias: jax.Array
+        ...     scale: jax.Array = jnp.ones(())  # new
+        ...     __jdc_evolution__ = jdc.Evolution(
+        ...         added=["scale"], renamed={"kernel": "w"}, removed=["dropout"]
+        ...     )
+        >>> Dense.__jdc_evolution__
+        Evolution(added=('scale',), renamed={'kernel': ('w',)}, removed=('dropout',))
+    """
+
+    __slots__ = ("added", "removed", "renamed")
+    added: tuple[str, ...]
+    renamed: Mapping[str, tuple[str, ...]]
+    removed: tuple[str, ...]
+
+    def __init__(
+        self,
+        *,
+        added: Iterable[str] = (),
+        renamed: Mapping[str, str | Iterable[str]] | None = None,
+        removed: Iterable[str] = (),
+    ) -> None:
+        given = dict(renamed or {})
+        pairs = {new: _names(old, f"renamed[{new!r}]") for new, old in given.items()}
+        object.__setattr__(self, "added", _names(added, "added"))
+        object.__setattr__(self, "renamed", pairs)
+        object.__setattr__(self, "removed", _names(removed, "removed"))
+        _names(pairs, "renamed")
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"{self!r} is immutable")
+
+    def __repr__(self) -> str:
+        return (
+            f"Evolution(added={self.added!r}, renamed={self.renamed!r}, removed={self.removed!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_evolution, (self.added, tuple(self.renamed.items()), self.removed))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Evolution) and (
+            (self.added, self.renamed, self.removed) == (other.added, other.renamed, other.removed)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.added, tuple(self.renamed.items()), self.removed))
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.renamed or self.removed)
+
+    def __or__(self, later: Evolution) -> Evolution:
+        """This declaration, with `later`'s (a subclass's own) added to it."""
+        return Evolution(
+            added=dict.fromkeys(self.added + later.added),
+            renamed={**self.renamed, **later.renamed},
+            removed=dict.fromkeys(self.removed + later.removed),
+        )
+
+
+def _evolution(
+    added: tuple[str, ...],
+    renamed: tuple[tuple[str, tuple[str, ...]], ...],
+    removed: tuple[str, ...],
+) -> Evolution:
+    return Evolution(added=added, renamed=dict(renamed), removed=removed)
+
+
+def _names(names: object, what: str) -> tuple[str, ...]:
+    """`names` as a tuple of field names (one name alone is one name); a `TypeError` naming
+    `what` otherwise."""
+    items = (names,) if isinstance(names, str) else names
+    if isinstance(items, Iterable):
+        found = tuple(cast("Iterable[object]", items))
+        if all(isinstance(name, str) and name.isidentifier() for name in found):
+            return cast("tuple[str, ...]", found)
+    raise TypeError(
+        f"Evolution({what}=...) takes field names (identifiers), got {names!r}: for example "
+        "Evolution(added=['scale'], renamed={'kernel': 'w'}, removed=['dropout'])."
+    )
+
+
+NO_EVOLUTION = Evolution()

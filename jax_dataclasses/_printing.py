@@ -7,7 +7,8 @@ most `SMALL_ARRAY` elements also shows its values (`f32[](0.5)`), so a scalar st
 as numbers. Nodes (our
 classes and other dataclasses, lists, tuples, named tuples, dicts) go on one line when it
 fits the width, else one child per line, indented. A node met again inside itself prints as
-`...`.
+`...`. A field its class declares `Frozen` prints as `Frozen(...)` around its value, so a model,
+its gradients and its masks show what is not trained.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any, cast
 import numpy as np
 from jax import Array, core
 from jax.sharding import NamedSharding
+
+from jax_dataclasses._record import settled
 
 SMALL_ARRAY = 8
 """Arrays with at most this many elements print their values (when they have values)."""
@@ -158,6 +161,8 @@ class _Printer:
     def _node(self, value: object) -> tuple[str, list[tuple[str, Any]], str] | None:
         """How to print a node: opener, (label, child) entries, closer; None for a leaf."""
         kind = type(value)
+        if kind is _FrozenField:
+            return "Frozen(", [("", cast(_FrozenField, value).value)], ")"
         if kind is list:
             return "[", [("", child) for child in cast("list[Any]", value)], "]"
         if issubclass(kind, dict):  # dict, and the subclasses JAX also treats as nodes
@@ -177,10 +182,16 @@ class _Printer:
             # The fields of the class whose repr it is, as in the standard library: a subclass
             # with `repr=False` prints as its base does.
             owner = next(klass for klass in kind.__mro__ if "__repr__" in klass.__dict__)
+            layout = settled(kind)
+            frozen = layout.frozen if layout is not None else ()
             entries = [
-                (f"{f.name}=", getattr(value, f.name, "<unset>"))
+                (
+                    f"{f.name}=",
+                    _FrozenField(child) if f.name in frozen else child,
+                )
                 for f in dataclasses.fields(owner)
                 if f.repr
+                for child in (getattr(value, f.name, "<unset>"),)
             ]
             return f"{kind.__qualname__}(", entries, ")"
         return None
@@ -203,6 +214,15 @@ class _Printer:
         if array.size <= SMALL_ARRAY:  # `str` of NumPy scalars: float32 0.1 is "0.1".
             return f"{summary}({', '.join(map(str, np.asarray(array).ravel()))})"
         return summary
+
+
+class _FrozenField:
+    """The value of a field declared `Frozen`, as printed: `Frozen(<value>)`."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
 
 
 def _has_values(dtype: object) -> bool:

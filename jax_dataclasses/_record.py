@@ -24,14 +24,16 @@ from jax import tree_util
 
 from jax_dataclasses._codegen import FunctionSource, take_code
 from jax_dataclasses._declarations import Declaration
+from jax_dataclasses._forms import NO_EVOLUTION, Evolution
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
 Unflatten = Callable[[Any, Any], Any]
 
 
 class Layout:
-    """The record of one registered class: its fields' declarations, how instances are split
-    into children and static values, and its generated functions.
+    """The record of one registered class: its fields' declarations, how its checkpoints
+    changed (`Evolution`), how instances are split into children and static values, and its
+    generated functions.
 
     The static values travel as the treedef's aux data in the cheapest form JAX compares:
     None without static fields, the bare value with one, a tuple with several.
@@ -43,8 +45,10 @@ class Layout:
         "children",
         "cls",
         "declarations",
+        "evolution",
         "flatten",
         "flatten_with_keys",
+        "frozen",
         "init",
         "marks",
         "namespace",
@@ -58,18 +62,23 @@ class Layout:
         cls: type,
         declarations: tuple[Declaration, ...],
         functions: Mapping[str, Callable[..., Any]],
-        reload: Callable[[type, tuple[Declaration, ...]], Layout],
+        reload: Callable[[type, tuple[Declaration, ...], Evolution], Layout],
         settle: Callable[[], None] | None = None,
+        evolution: Evolution = NO_EVOLUTION,
         namespace: Mapping[str, object] | None = None,
     ) -> None:
         self.cls = cls
         self.declarations = declarations
         """Every field's, in `dataclasses.fields` order."""
+        self.evolution = evolution
+        """How checkpoints of the class changed: its own declaration and its bases'."""
         self._by_name = {d.name: d for d in declarations}
         self.children = tuple(d.name for d in declarations if d.static is None)
         self.statics = tuple(d.name for d in declarations if d.static is not None)
         self.marks = tuple(d.static for d in declarations if d.static is not None)
         """What makes each of `statics` static."""
+        self.frozen = frozenset(d.name for d in declarations if d.frozen)
+        """The children declared `Frozen`: not trained."""
         self.flatten: Flatten = functions["flatten"]
         """`flatten(obj) -> (children, aux)`: children a tuple in field order."""
         self.flatten_with_keys: Callable[[Any], Any] = functions["flatten_with_keys"]
@@ -110,9 +119,8 @@ class Layout:
         """A class that cloudpickle copies by value (defined in `__main__`, a notebook or a
         function) carries its layout as an attribute: unpickling it registers the rebuilt
         class with these declarations. (Pickling by reference never copies class attributes.)"""
-        self.settle()
-        current = layout_of(self.cls) or self
-        return (current.reload, (current.cls, current.declarations))
+        current = settled(self.cls) or self
+        return (current.reload, (current.cls, current.declarations, current.evolution))
 
 
 LAYOUT_ATTR = "__jdc_layout__"
@@ -130,6 +138,15 @@ def layout_of(cls: type) -> Layout | None:
     `dataclasses` makes of a class carries the original's, which is not its own)."""
     layout: Layout | None = cls.__dict__.get(LAYOUT_ATTR)
     return layout if layout is not None and layout.cls is cls else None
+
+
+def settled(cls: type) -> Layout | None:
+    """`layout_of(cls)`, with its pending fields decided first (the record that then holds)."""
+    layout = layout_of(cls)
+    if layout is None or not layout.pending:
+        return layout
+    layout.settle()
+    return layout_of(cls) or layout
 
 
 def on_register(hook: Callable[[Layout], None]) -> None:

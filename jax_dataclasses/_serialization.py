@@ -9,7 +9,9 @@ class is registered as it is created (`_record.on_register`). Without flax nothi
 
 State dicts hold children under their field names; static fields are not stored and are taken
 from the target on restore. Restoring rebuilds the object through its pytree unflatten, so
-`__init__`/`__post_init__` never see the raw restored values.
+`__init__`/`__post_init__` never see the raw restored values. A restore pairs each class's
+children with the state's entries as the class's `Evolution` declares (`_evolution.match`),
+and reports every entry that does not fit below the class restored, in one error.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import numpy as np
 from jax import Array, tree_util
 from jax.tree_util import GetAttrKey
 
-from jax_dataclasses._record import Layout, layout_of, on_register
+from jax_dataclasses._evolution import Match, default_of, match, names
+from jax_dataclasses._forms import EVOLUTION_ATTR
+from jax_dataclasses._record import Layout, layout_of, on_register, settled
 from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
 
 if TYPE_CHECKING:
@@ -146,69 +150,122 @@ def _to_state_dict(flax: _FlaxSerialization, obj: object) -> dict[str, Any]:
     return {name: flax.to_state_dict(getattr(obj, name)) for name in _layout(obj).children}
 
 
-def _names(names: Sequence[object]) -> str:
-    return ", ".join(repr(name) for name in names)
-
-
 def _expected_keys(layout: Layout) -> str:
-    return f"the fields {_names(layout.children)}" if layout.children else "no fields (empty)"
+    return f"the fields {names(layout.children)}" if layout.children else "no fields (empty)"
 
 
 def _from_state_dict(flax: _FlaxSerialization, target: object, state: object) -> object:
-    """A copy of `target` with its children restored from `state` and its static fields kept."""
+    """A copy of `target` with its children restored from `state` (as the class's `Evolution`
+    pairs them) and its static fields kept. Every problem in the subtree is raised at once."""
     layout = _layout(target)
-    cls = layout.cls.__qualname__
-    where = f"{cls} at path {flax.current_path()!r}"
-    if not isinstance(state, Mapping):
+    where = flax.current_path()
+    problems = _problems(target, state, where)
+    if problems:
+        if len(problems) == 1:
+            raise ValueError(problems[0])
         raise ValueError(
-            f"cannot restore {where} from a {type(state).__qualname__}: expected a state dict "
-            f"with {_expected_keys(layout)}. The saved tree does not have the "
-            "target's structure (a leaf where a dataclass is expected)."
+            f"the state dict does not fit the {layout.cls.__qualname__} at path {where!r}: "
+            f"{len(problems)} problems:\n" + "\n".join(f"- {problem}" for problem in problems)
         )
-    state = cast(Mapping[object, object], state)
-    missing = [name for name in layout.children if name not in state]
-    unknown = [key for key in state if key not in layout.children]
-    fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
-    from_1_6 = not unknown or set(unknown) <= set(saved_by_1_6(layout))
-    if from_1_6 and all(not fields[name].init for name in missing):
-        # What 1.6 wrote: no `init=False` field (they keep the target's values), and fields
-        # that only other libraries' metadata makes static (static values are the target's).
-        missing, unknown = [], []
-    if missing or unknown:
-        problems: list[str] = []
-        if missing:
-            problems.append(f"missing field(s) {_names(missing)}")
-        if unknown:
-            problems.append(f"unknown field(s) {_names(unknown)}")
-        hint = ""
-        if any(key in layout.statics for key in unknown):
-            hint = " Static fields are not stored: they are taken from the target."
-        raise ValueError(
-            f"the state dict for {where} has {' and '.join(problems)}; {cls} stores the "
-            f"fields {_names(layout.children)}. Restore into a target of the class the state "
-            f"was saved from.{hint}"
-        )
+    state = cast(Mapping[str, object], state)
+    found = _fit(layout, state, where)[0]
+    taken = dict(found.taken)
     children: list[object] = []
     for name in layout.children:
         old = getattr(target, name)
-        if name not in state:
+        if name in found.defaults:
+            children.append(default_of(layout.cls, name))
+            continue
+        if name not in taken:  # 1.6 did not save it (`_fit`): the target's value.
             children.append(old)
             continue
+        key = taken[name]
         try:
-            new: object = flax.from_state_dict(old, state[name], name=name)
+            children.append(flax.from_state_dict(old, state[key], name=key))
         except KeyError as error:  # flax's list and tuple restore index the state directly.
             raise ValueError(
-                f"cannot restore field {name!r} of {where}: its state lacks the entry "
-                f"{error} that the target's structure needs."
+                f"cannot restore field {name!r} of {layout.cls.__qualname__} at path "
+                f"{where!r}: its state lacks the entry {error} that the target's structure needs."
             ) from error
-        if _is_array_like(old) and not (new is None or _is_array_like(new)):
-            raise ValueError(
-                f"cannot restore field {name!r} of {where}: the target holds an array but the "
-                f"state holds a {type(new).__qualname__}. The saved tree does not have the "
-                "target's structure (a subtree where a leaf is expected)."
-            )
-        children.append(new)
     return _rebuild(target, children)
+
+
+def _fit(layout: Layout, state: Mapping[str, object], where: str) -> tuple[Match, str | None]:
+    """How a state dict's keys pair with the class's children (`_evolution.match`), and what
+    does not fit, as one message (None: it fits)."""
+    found = match(layout, [str(key) for key in state])
+    fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
+    from_1_6 = not found.unknown or set(found.unknown) <= set(saved_by_1_6(layout))
+    if from_1_6 and all(not fields[name].init for name in found.missing):
+        # What 1.6 wrote: no `init=False` field (they keep the target's values), and fields
+        # that only other libraries' metadata makes static (static values are the target's).
+        found = found._replace(missing=(), unknown=())
+    problems = found.problems()
+    if not problems:
+        return found, None
+    cls = layout.cls.__qualname__
+    hint = ""
+    if any(key in layout.statics for key in found.unknown):
+        hint = " Static fields are not stored: they are taken from the target."
+    return found, (
+        f"the state dict for {cls} at path {where!r} has {' and '.join(problems)}; {cls} stores the fields "
+        f"{names(layout.children)}. Restore into a target of the class the state was saved "
+        f"from, or declare how {cls} changed ({EVOLUTION_ATTR} = jdc.Evolution(...)).{hint}"
+    )
+
+
+def _problems(target: object, state: object, where: str) -> list[str]:
+    """Every problem restoring `target` from `state` would meet, at flax path `where`: in each
+    pytree dataclass (missing, unknown and ambiguous fields; a leaf where it is expected, a
+    subtree where an array is), through the containers flax restores (dicts, lists, tuples,
+    named tuples). Like flax, other shapes and dtypes than the target's are fine."""
+    layout = settled(type_of(target))
+    if layout is not None:
+        cls = layout.cls.__qualname__
+        if not isinstance(state, Mapping):
+            return [
+                f"cannot restore {cls} at path {where!r} from a {type(state).__qualname__}: "
+                f"expected a state dict with {_expected_keys(layout)}. The saved tree does not "
+                "have the target's structure (a leaf where a dataclass is expected)."
+            ]
+        state = cast(Mapping[str, object], state)
+        found, problem = _fit(layout, state, where)
+        problems = [problem] if problem else []
+        for name, key in found.taken:
+            child, saved = getattr(target, name), state[key]
+            if _is_array_like(child) and not (saved is None or _is_array_like(saved)):
+                problems.append(
+                    f"cannot restore field {name!r} of {cls} at path {where!r}: the target holds "
+                    f"an array but the state holds a {type(saved).__qualname__}. The saved tree "
+                    "does not have the target's structure (a subtree where a leaf is expected)."
+                )
+            else:
+                problems += _problems(child, saved, f"{where}/{key}")
+        return problems
+    items = _container_items(target)
+    if items is None or not isinstance(state, Mapping):
+        return []  # A leaf, or a node flax restores in its own way.
+    state = cast(Mapping[str, object], state)
+    return [
+        problem
+        for key, child in items
+        if key in state
+        for problem in _problems(child, state[key], f"{where}/{key}")
+    ]
+
+
+def _container_items(node: object) -> list[tuple[str, object]] | None:
+    """The children of a container that flax restores itself (a dict, list, tuple or named
+    tuple), under the keys of its state dict; None for any other value."""
+    if isinstance(node, dict):
+        return [(str(k), v) for k, v in cast("dict[object, object]", node).items()]
+    fields: object = getattr(node, "_fields", None)
+    if isinstance(node, tuple) and isinstance(fields, tuple):  # A named tuple: by field name.
+        keys = [str(name) for name in cast("tuple[object, ...]", fields)]
+        return list(zip(keys, cast("tuple[object, ...]", node), strict=True))
+    if isinstance(node, list | tuple):
+        return [(str(i), v) for i, v in enumerate(cast("Sequence[object]", node))]
+    return None
 
 
 def _rebuild(target: object, children: list[object]) -> object:
@@ -249,7 +306,9 @@ def v1_6_layout(tree: Any) -> Any:
     jax_dataclasses 1.6 registered classes without keys, so its orbax checkpoints store each
     pytree dataclass as the list of the fields its `__init__` takes, leaving out the fields
     1.6 saw as static (`Static[...]`, `static_field()`; not other libraries' metadata) and
-    `init=False` fields. Containers and leaves are kept as they are.
+    `init=False` fields. Containers and leaves are kept as they are. A class that declares
+    fields added since (`jdc.Evolution`) leaves them out (a renamed field keeps its place);
+    one that declares fields removed is refused, since positions do not say where they were.
 
     Args:
         tree: A tree of your classes, usually abstract (`jax.ShapeDtypeStruct` leaves).
@@ -268,7 +327,7 @@ def v1_6_layout(tree: Any) -> Any:
     """
     layout = layout_of(type_of(tree))
     if layout is not None:
-        return [v1_6_layout(getattr(tree, name)) for name in saved_by_1_6(layout)]
+        return [v1_6_layout(getattr(tree, name)) for name in _positions_1_6(layout)]
     return _map_children(tree, v1_6_layout)
 
 
@@ -276,7 +335,8 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
     """`target` with the values of `restored` (a tree in `v1_6_layout(target)`'s layout).
 
     Static fields, and `init=False` fields (which 1.6 did not save), keep the target's
-    values. Objects are rebuilt without running `__init__`.
+    values; fields declared added since (`jdc.Evolution`) take their defaults. Objects are
+    rebuilt without running `__init__`.
 
     Args:
         target: A tree of your classes, which supplies the structure and static values.
@@ -321,7 +381,7 @@ def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
                 for (key, child), saved in zip(keyed, restored_children, strict=True)
             ]
         )
-    saved = saved_by_1_6(layout)
+    saved = _positions_1_6(layout)
     kind = type_of(restored)
     items = list(cast("Sequence[Any]", restored)) if issubclass(kind, list | tuple) else None
     if items is None or len(items) != len(saved):
@@ -335,10 +395,28 @@ def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
     new_children = tuple(
         _from_1_6(getattr(target, name), values[name], (*path, GetAttrKey(name)))
         if name in values
+        else default_of(layout.cls, name)
+        if name in layout.evolution.added
         else getattr(target, name)
         for name in layout.children
     )
     return layout.unflatten(layout.flatten(target)[1], new_children)
+
+
+def _positions_1_6(layout: Layout) -> tuple[str, ...]:
+    """The fields a checkpoint that 1.6 wrote holds for the class, in order: those 1.6 saved,
+    less those declared added since (a renamed field keeps its place)."""
+    removed = layout.evolution.removed
+    if removed:
+        cls = layout.cls.__qualname__
+        raise ValueError(
+            f"cannot restore {cls} from a checkpoint in jax_dataclasses 1.6's layout: {cls} "
+            f"declares the field(s) {names(removed)} removed, and that layout stores a class's "
+            "fields by position, not by name, so where a removed field was cannot be known. "
+            f"Restore it into {cls} as it was (the removed fields back), then save it with this "
+            "version, whose checkpoints are keyed by field name."
+        )
+    return tuple(name for name in saved_by_1_6(layout) if name not in layout.evolution.added)
 
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
@@ -346,8 +424,7 @@ def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
     static (`Declaration.legacy_static`: its own field marker, and `Static[...]` found
     through a module-level name; its reading never saw a function's local names, so a field
     annotated with a local alias under the future import was saved as a child)."""
-    layout.settle()
-    current = layout_of(layout.cls) or layout  # Settled: the new record.
+    current = settled(layout.cls) or layout
     fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
     return tuple(
         d.name for d in current.declarations if fields[d.name].init and not d.legacy_static

@@ -161,3 +161,52 @@ def test_check_shardings_inside_jit_under_auto_axes_says_it_cannot_tell() -> Non
     placed = jax.device_put(model, jdc.shardings(model, MESH, RULES))
     with pytest.raises(jdc.ShardingDeclarationError, match="explicit axes"):
         jax.jit(lambda m: jdc.check_shardings(m, RULES))(placed)
+
+
+@jdc.pytree_dataclass
+class Tower:
+    """A frozen, sharded embedding (declared in both orders) under a trained head."""
+
+    embed: jdc.Frozen[jdc.Sharded[jax.Array, "embed", "mlp"]]
+    table: jdc.Sharded[jdc.Frozen[jax.Array], "mlp"]
+    head: Dense
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        hidden = jnp.tanh(x @ self.embed + self.table)
+        return hidden @ self.head.w.T + self.head.b[:8]
+
+
+def test_frozen_sharded_leaves_stay_put_and_in_place_through_training() -> None:
+    k1, k2, k3 = jax.random.split(jax.random.key(2), 3)
+
+    def make() -> Tower:
+        head = Dense(jax.random.normal(k2, (8, 16)), jnp.zeros(16), jnp.ones(()))
+        return Tower(jax.random.normal(k1, (8, 16)), jnp.ones(16), head)
+
+    shardings = jdc.shardings(jax.eval_shape(make), MESH, RULES)
+    tower = jax.jit(make, out_shardings=shardings)()
+    mask = jdc.trainable(tower)
+    assert mask == jdc.trainable(jdc.sharded_shapes(jax.eval_shape(make), MESH, RULES))
+    assert jax.tree.leaves(mask) == [False, False, True, True, True]
+    labels = jax.tree.map(lambda train: "train" if train else "frozen", mask)
+    optimizer = optax.multi_transform(
+        {"train": optax.adam(1e-2), "frozen": optax.set_to_zero()}, lambda _: labels
+    )
+    x = jax.device_put(jax.random.normal(k3, (32, 8)), NamedSharding(MESH, P("data")))
+
+    @jax.jit
+    def step(tower: Tower, state: optax.OptState) -> tuple[Tower, optax.OptState]:
+        grads = jax.grad(lambda t: jnp.mean(t(x) ** 2))(tower)
+        updates, state = optimizer.update(grads, state, tower)
+        return optax.apply_updates(tower, updates), state
+
+    trained, state = tower, optimizer.init(tower)
+    for _ in range(3):
+        trained, state = step(trained, state)
+    assert trained.embed.sharding == NamedSharding(MESH, P("data", "model"))
+    assert trained.table.sharding.spec == P("model")
+    np.testing.assert_array_equal(trained.embed, tower.embed)
+    np.testing.assert_array_equal(trained.table, tower.table)
+    assert not np.array_equal(trained.head.w, tower.head.w)
+    jdc.check_shardings(trained, RULES, mesh=MESH)
+    assert "embed=Frozen(f32[8@data,16@model])" in repr(trained)

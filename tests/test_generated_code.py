@@ -293,8 +293,9 @@ class Params:
 
 @jdc.pytree_dataclass
 class Plain:
-    x: jax.Array
+    x: jdc.Frozen[jax.Array]
     tag: jdc.Static[str] = "t"
+    __jdc_evolution__ = jdc.Evolution(renamed={"x": "old_x"})
 
 with open(sys.argv[1], "wb") as file:
     cloudpickle.dump((Params(jnp.ones(2)), Plain(jnp.zeros(3))), file)
@@ -310,6 +311,9 @@ with open(sys.argv[1], "rb") as file:
 assert params.scale == 2.0 and params.derived == 1 and plain.tag == "t"
 print(jax.tree_util.tree_leaves(params)[0].shape, jax.tree_util.tree_leaves(plain)[0].shape)
 print(jax.jit(lambda p, q: p.w.sum() * p.scale + q.x.sum())(params, plain))
+import jax_dataclasses as jdc
+print(jdc.trainable(plain))  # its declarations came with it
+print(jdc.from_saved_layout(plain, {"old_x": jax.numpy.ones(3)}).x.sum())
 """
 
 
@@ -395,7 +399,12 @@ def test_cloudpickle_instances_of_main_classes_load_in_a_fresh_process(tmp_path:
             cwd=ROOT,
         )
         assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:2] == ["(2,) (3,)", "4.0"]
+    assert result.stdout.split("\n")[:4] == [
+        "(2,) (3,)",
+        "4.0",
+        "Plain(x=Frozen(False), tag='t')",
+        "3.0",
+    ]
 
 
 # -- the design note is in the repository ------------------------------------------------

@@ -1,0 +1,486 @@
+"""Checkpoints across class changes: a class's `Evolution`, checked when the class is built, and
+followed when a checkpoint written before the change is restored (docs/design.md §19).
+
+Evolution is declared, never guessed. The class builder reads the declaration once
+(`declared_evolution`) and keeps it in the class's record; restoring reads the record. At each
+pytree dataclass in a checkpoint, `match` pairs the class's children with the checkpoint's
+entries: under its name, else under an earlier name it was `renamed` from; a child `added`
+since takes its default; an entry `removed` since is dropped; anything else is a difference.
+flax restores (`_serialization`) match there; orbax restores go through `saved_layout`, which
+turns a target into the layout the checkpoint was saved in (every difference, shapes and dtypes
+included, listed in one error before orbax reads anything), and `from_saved_layout`, which
+puts what was restored back into the target's classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar, cast
+
+import jax
+from jax.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
+
+from jax_dataclasses._declarations import Declaration
+from jax_dataclasses._forms import EVOLUTION_ATTR, NO_EVOLUTION, Evolution
+from jax_dataclasses._record import Layout, layout_of, settled
+from jax_dataclasses._tree_api import (
+    KeyPath,
+    is_node,
+    keyed_level,
+    keystr,
+    tree_flatten,
+    type_of,
+)
+
+T = TypeVar("T")
+_shape_dtype_struct = cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)
+"""`jax.ShapeDtypeStruct(shape, dtype, sharding=...)`, typed (jax gives it no annotations)."""
+_local_devices = cast("Callable[[], list[Any]]", jax.local_devices)  # pyright: ignore[reportUnknownMemberType]
+_device_put = cast("Callable[[Any, Any], Any]", jax.device_put)  # pyright: ignore[reportUnknownMemberType]
+
+FIX = (
+    "declare each change on its class, `__jdc_evolution__ = jdc.Evolution(added=[...], "
+    "renamed={new: old}, removed=[...])`, or restore into the classes as they were when the "
+    "checkpoint was written"
+)
+"""The fix every difference between a checkpoint and a target shares."""
+
+# -- the declaration, read once when a class is built -------------------------------------------
+
+
+def declared_evolution(cls: type, declarations: tuple[Declaration, ...]) -> Evolution:
+    """The `Evolution` of `cls`: its registered bases' and its own `__jdc_evolution__`, checked
+    against its fields. Called by the class builder only, once per class built."""
+    evolution = NO_EVOLUTION
+    for base in reversed(cls.__mro__[1:]):
+        layout = layout_of(base)
+        if layout is not None:
+            evolution = evolution | layout.evolution
+    own: object = cls.__dict__.get(EVOLUTION_ATTR)
+    if own is not None:
+        if not isinstance(own, Evolution):
+            raise TypeError(
+                f"{EVOLUTION_ATTR} of {cls.__qualname__} is {own!r}, not a jdc.Evolution: write "
+                f"{EVOLUTION_ATTR} = jdc.Evolution(added=[...], renamed={{...}}, removed=[...])."
+            )
+        evolution = evolution | own
+    if evolution:
+        _check(cls, evolution, {d.name: d for d in declarations})
+    return evolution
+
+
+def _check(cls: type, evolution: Evolution, declared: Mapping[str, Declaration]) -> None:
+    """A `TypeError` naming the class and field for a declaration that cannot hold."""
+    name = cls.__qualname__
+    fields: Mapping[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
+    problems: list[str] = []
+    for field in (*evolution.added, *evolution.renamed):
+        if field not in declared:
+            problems.append(f"{field!r} is declared added or renamed, but is not a field of {name}")
+        elif declared[field].static is not None:
+            problems.append(
+                f"field {field!r} of {name} is static: static fields are not saved in "
+                "checkpoints, so it has nothing to declare (the target gives its value)"
+            )
+    for field in evolution.added:
+        f = fields.get(field)
+        no_default = dataclasses.MISSING
+        if f is not None and f.default is no_default and f.default_factory is no_default:
+            problems.append(f"field {field!r} of {name} is declared added, but has no default")
+    earlier = [old for olds in evolution.renamed.values() for old in olds]
+    for old in sorted({*earlier, *evolution.removed}):
+        if old in declared:
+            kind = "removed" if old in evolution.removed else "an earlier name"
+            problems.append(
+                f"{old!r} is declared {kind}, but is a field of {name}: a checkpoint's entry "
+                "of that name could then mean either"
+            )
+        elif earlier.count(old) + evolution.removed.count(old) > 1:
+            problems.append(
+                f"{old!r} is declared more than once for {name} (an earlier name of several "
+                "fields, or also removed)"
+            )
+    if problems:
+        raise TypeError(
+            f"the {EVOLUTION_ATTR} of {name} cannot hold: {'; '.join(problems)}. Declare only "
+            "what changed: fields added (with a default), renamed (new name: earlier name) and "
+            "removed (names that are no longer fields)."
+        )
+
+
+# -- one class in a checkpoint -----------------------------------------------------------------
+
+
+class Match(NamedTuple):
+    """How one pytree dataclass's children pair with a checkpoint's entries (`match`)."""
+
+    taken: tuple[tuple[str, str], ...]
+    """(field, the entry it is restored from), in field order."""
+    defaults: tuple[str, ...]
+    """Fields added since, that the checkpoint lacks: each takes its default."""
+    dropped: tuple[str, ...]
+    """Entries of fields removed since."""
+    missing: tuple[str, ...]
+    unknown: tuple[str, ...]
+    ambiguous: tuple[tuple[str, tuple[str, ...]], ...]
+    """(field, the entries naming it): under its name and an earlier one, or two earlier ones."""
+
+    def problems(self) -> list[str]:
+        """The differences, as phrases: `missing field(s) 'w'`, ..."""
+        found: list[str] = []
+        if self.missing:
+            found.append(f"missing field(s) {names(self.missing)}")
+        if self.unknown:
+            found.append(f"unknown field(s) {names(self.unknown)}")
+        for field, entries in self.ambiguous:
+            found.append(f"field {field!r} under several names ({names(entries)})")
+        return found
+
+
+def match(layout: Layout, keys: Collection[str]) -> Match:
+    """Pair `layout`'s children with `keys`, a checkpoint's entries for one of its objects,
+    following the class's `Evolution`."""
+    evolution = layout.evolution
+    taken: list[tuple[str, str]] = []
+    defaults: list[str] = []
+    missing: list[str] = []
+    ambiguous: list[tuple[str, tuple[str, ...]]] = []
+    for field in layout.children:
+        present = tuple(k for k in (field, *evolution.renamed.get(field, ())) if k in keys)
+        if len(present) > 1:
+            ambiguous.append((field, present))
+        elif present:
+            taken.append((field, present[0]))
+        elif field in evolution.added:
+            defaults.append(field)
+        else:
+            missing.append(field)
+    used = {key for _, key in taken} | {key for _, entries in ambiguous for key in entries}
+    rest = [key for key in keys if key not in used]
+    dropped = tuple(key for key in rest if key in evolution.removed)
+    unknown = tuple(key for key in rest if key not in evolution.removed)
+    return Match(tuple(taken), tuple(defaults), dropped, tuple(missing), unknown, tuple(ambiguous))
+
+
+def default_of(cls: type, field: str) -> object:
+    """The default of field `field` of `cls` (a new object from its factory, if it has one)."""
+    f: dataclasses.Field[Any] = getattr(cls, "__dataclass_fields__")[field]  # noqa: B009
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def names(items: Sequence[object]) -> str:
+    return ", ".join(repr(item) for item in items)
+
+
+# -- orbax: the layout a checkpoint was saved in, and back -------------------------------------
+
+
+def saved_layout(target: Any, saved: Any) -> Any:
+    """A restore target for a checkpoint saved before the classes in `target` changed.
+
+    `target` is the tree to restore (usually abstract: `jax.ShapeDtypeStruct` leaves, with the
+    shardings to restore to); `saved` is the checkpoint's metadata tree (orbax's
+    `checkpointer.metadata(path)`, or its `.item_metadata.tree`). Each pytree dataclass becomes
+    a dict keyed as the checkpoint has it, following each class's `jdc.Evolution`: a renamed
+    field under its earlier name, a field added since left out, an entry of a removed field
+    kept, to be read and dropped (restored onto one local device, as the metadata describes
+    it). Restore the checkpoint into the result, then pass what was restored to
+    `jdc.from_saved_layout`.
+
+    Args:
+        target: The tree to restore, in the classes as they are now.
+        saved: The checkpoint's metadata: nested dicts and lists whose leaves have a shape and
+            dtype.
+
+    Returns:
+        The restore target, in the checkpoint's layout.
+
+    Raises:
+        ValueError: the checkpoint differs from the target where no class declares the
+            change: one error listing every difference by key path (missing, unknown, an
+            array's shape or dtype changed, a subtree where a leaf is expected).
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     kernel: jax.Array
+        ...     scale: jax.Array = jnp.ones(())
+        ...     __jdc_evolution__ = jdc.Evolution(added=["scale"], renamed={"kernel": "w"})
+        >>> abstract = jax.eval_shape(lambda: Dense(jnp.zeros(3)))
+        >>> saved = {"w": jax.ShapeDtypeStruct((3,), jnp.float32)}  # as orbax describes it
+        >>> jdc.saved_layout(abstract, saved)
+        {'w': ShapeDtypeStruct(shape=(3,), dtype=float32)}
+    """
+    walk = _Walk()
+    layout = walk.layout(target, _metadata_tree(saved), ())
+    if walk.problems:
+        count = len(walk.problems)
+        raise ValueError(
+            f"the checkpoint does not fit the target: {count} difference"
+            f"{'s' if count > 1 else ''} that no class declares ({FIX}):\n"
+            + "\n".join(walk.problems)
+        )
+    return layout
+
+
+def from_saved_layout(target: T, restored: Any) -> T:
+    """`target` with the values of `restored`, a tree in `jdc.saved_layout(target, ...)`'s
+    layout (what orbax restored into it).
+
+    Each pytree dataclass is rebuilt from its entries, following its `jdc.Evolution`: a field
+    added since takes its default (placed with the target's sharding, where the target has
+    one), an entry of a removed field is dropped. Static fields come from the target. No
+    `__init__` runs.
+
+    Args:
+        target: The tree that was passed to `saved_layout`.
+        restored: What was restored into `saved_layout`'s result.
+
+    Returns:
+        A tree like `target`, holding the restored values.
+
+    Raises:
+        ValueError: `restored` is not in the layout `saved_layout` gives for `target`.
+
+    Examples:
+        >>> @jdc.pytree_dataclass
+        ... class Dense:
+        ...     kernel: jax.Array
+        ...     scale: jax.Array = jnp.ones(())
+        ...     __jdc_evolution__ = jdc.Evolution(added=["scale"], renamed={"kernel": "w"})
+        >>> jdc.from_saved_layout(Dense(jnp.zeros(2)), {"w": jnp.arange(2.0)})
+        Dense(kernel=f32[2](0.0, 1.0), scale=f32[](1.0))
+    """
+    return cast(T, _restore(target, restored, ()))
+
+
+def _metadata_tree(saved: Any) -> Any:
+    """The tree in orbax's checkpoint metadata (`StepMetadata.item_metadata.tree`, by version),
+    or `saved` itself."""
+    item: Any = getattr(saved, "item_metadata", saved)
+    if isinstance(item, Mapping | list | tuple):
+        return cast(Any, item)
+    return getattr(item, "tree", item)
+
+
+def _entries(saved: Any) -> dict[str, Any] | None:
+    """A saved node's entries by name (a list's by index, as strings); None for a leaf."""
+    if saved is None:
+        return {}
+    if isinstance(saved, Mapping):
+        return {str(key): value for key, value in cast("Mapping[object, Any]", saved).items()}
+    if isinstance(saved, list | tuple):
+        return {str(i): value for i, value in enumerate(cast(Sequence[Any], saved))}
+    return None
+
+
+def _name(key: Any) -> str:
+    """The name under which a checkpoint stores the child at `key` (orbax's, flax's)."""
+    if isinstance(key, GetAttrKey):
+        return str(key.name)
+    if isinstance(key, DictKey):
+        return str(key.key)
+    if isinstance(key, SequenceKey):
+        return str(key.idx)
+    if isinstance(key, FlattenedIndexKey):
+        return str(key.key)
+    return str(key)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "None"
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"an array {jax.numpy.dtype(dtype).name}{list(shape)}"
+    if isinstance(value, Mapping):
+        return "a dict"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(cast(Sequence[Any], value))}"
+    return f"a {type(value).__qualname__}"
+
+
+class _Walk:
+    """One `saved_layout` call: the differences found, each a line naming its key path."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def problem(self, path: KeyPath, text: str) -> None:
+        self.problems.append(f"- {keystr(path) or '(the root)'}: {text}")
+
+    def layout(self, target: Any, saved: Any, path: KeyPath) -> Any:
+        layout = settled(type_of(target))
+        entries = _entries(saved)
+        if layout is not None:
+            return self.dataclass(layout, target, saved, entries, path)
+        if target is None or not is_node(target):
+            return self.leaf(target, saved, entries, path)
+        children, structure = keyed_level(target)
+        if entries is None:
+            self.problem(
+                path,
+                f"the checkpoint holds {_kind(saved)} where the target has a "
+                f"{type_of(target).__qualname__}",
+            )
+            return target
+        named = {_name(key): (key, child) for (key, *_), child in children}
+        for name in entries:
+            if name not in named:
+                self.problem((*path, _Entry(name)), "in the checkpoint, not in the target")
+        new: list[Any] = []
+        for name, (key, child) in named.items():
+            if name not in entries:
+                self.problem((*path, key), "in the target, not in the checkpoint")
+                new.append(child)
+            else:
+                new.append(self.layout(child, entries[name], (*path, key)))
+        return structure.unflatten(new)
+
+    def dataclass(
+        self,
+        layout: Layout,
+        target: Any,
+        saved: Any,
+        entries: dict[str, Any] | None,
+        path: KeyPath,
+    ) -> Any:
+        cls = layout.cls.__qualname__
+        if entries is None or isinstance(saved, list | tuple):
+            hint = (
+                " (a list: the layout of checkpoints written by jax_dataclasses 1.6; restore it "
+                "with jdc.v1_6_layout)"
+                if isinstance(saved, list | tuple)
+                else ""
+            )
+            self.problem(
+                path, f"the checkpoint holds {_kind(saved)} where the target has a {cls}{hint}"
+            )
+            return target
+        found = match(layout, entries.keys())
+        for field in found.missing:
+            fix = "declare it added, with a default, or renamed"
+            self.problem(
+                (*path, GetAttrKey(field)),
+                f"field {field!r} of {cls} is not in the checkpoint ({fix})",
+            )
+        for key in found.unknown:
+            fix = "declare it removed, or the field renamed from it"
+            self.problem(
+                (*path, _Entry(key)),
+                f"the checkpoint's entry {key!r} is not a field of {cls} ({fix})",
+            )
+        for field, keys in found.ambiguous:
+            self.problem(
+                (*path, GetAttrKey(field)),
+                f"field {field!r} of {cls} is in the checkpoint under several names "
+                f"({names(keys)})",
+            )
+        restore = {
+            key: self.layout(getattr(target, field), entries[key], (*path, GetAttrKey(field)))
+            for field, key in found.taken
+        }
+        for key in found.dropped:  # Read, to be dropped: as the checkpoint describes it.
+            restore[key] = jax.tree.map(_placeholder, entries[key])
+        return restore
+
+    def leaf(self, target: Any, saved: Any, entries: dict[str, Any] | None, path: KeyPath) -> Any:
+        if target is None:
+            if saved is not None and entries != {}:
+                self.problem(path, f"the checkpoint holds {_kind(saved)} where the target has None")
+            return None
+        if entries is not None:
+            self.problem(
+                path, f"the checkpoint holds {_kind(saved)} where the target has {_kind(target)}"
+            )
+            return target
+        shape, dtype = getattr(target, "shape", None), getattr(target, "dtype", None)
+        saved_shape, saved_dtype = getattr(saved, "shape", None), getattr(saved, "dtype", None)
+        if shape is not None and saved_shape is not None and tuple(shape) != tuple(saved_shape):
+            self.problem(
+                path, f"shape {tuple(saved_shape)} in the checkpoint, {tuple(shape)} in the target"
+            )
+        if _dtype_name(dtype) != _dtype_name(saved_dtype) and None not in (dtype, saved_dtype):
+            self.problem(
+                path,
+                f"dtype {_dtype_name(saved_dtype)} in the checkpoint, "
+                f"{_dtype_name(dtype)} in the target",
+            )
+        return target
+
+
+class _Entry(NamedTuple):
+    """A checkpoint's entry that the target has no key for (in messages: `.name`)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+def _dtype_name(dtype: Any) -> str | None:
+    if dtype is None:
+        return None
+    try:
+        return str(jax.numpy.dtype(dtype).name)
+    except TypeError:  # An extended dtype (a PRNG key's): compared by its text.
+        return str(dtype)
+
+
+def _placeholder(meta: Any) -> Any:
+    """What to restore a removed field's saved array into: its shape and dtype, on this
+    process's first device (it is read, then dropped)."""
+    device = jax.sharding.SingleDeviceSharding(_local_devices()[0])
+    return _shape_dtype_struct(tuple(meta.shape), meta.dtype, sharding=device)
+
+
+def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
+    layout = settled(type_of(target))
+    entries = _entries(restored)
+    where = keystr(path) or "(the root)"
+    if layout is not None:
+        if entries is None:
+            raise ValueError(
+                f"cannot rebuild the {layout.cls.__qualname__} at key path {where}: restored holds "
+                f"{_kind(restored)} there, not the dict jdc.saved_layout gives it. Restore into "
+                "jdc.saved_layout(target, metadata), and pass the same target here."
+            )
+        found = match(layout, entries.keys())
+        if found.missing or found.unknown or found.ambiguous:
+            raise ValueError(
+                f"cannot rebuild the {layout.cls.__qualname__} at key path {where}: restored has "
+                f"{' and '.join(found.problems())}. Restore into jdc.saved_layout(target, "
+                "metadata), and pass the same target here."
+            )
+        values = {
+            field: _restore(getattr(target, field), entries[key], (*path, GetAttrKey(field)))
+            for field, key in found.taken
+        }
+        for field in found.defaults:
+            values[field] = _placed(default_of(layout.cls, field), getattr(target, field))
+        children = tuple(values[name] for name in layout.children)
+        return layout.unflatten(layout.flatten(target)[1], children)
+    if target is None or not is_node(target) or entries is None:
+        return restored
+    keyed, structure = keyed_level(target)
+    return structure.unflatten(
+        _restore(child, entries.get(_name(key)), (*path, key)) for (key, *_), child in keyed
+    )
+
+
+def _placed(default: Any, target: Any) -> Any:
+    """An added field's default, each array placed as the target's leaf there is (its sharding),
+    where the two have the same structure and shapes; else as it is."""
+    defaults, structure = tree_flatten(default)
+    targets, target_structure = tree_flatten(target)
+    if structure != target_structure:
+        return default
+    placed = [
+        _device_put(value, sharding)
+        if (sharding := getattr(leaf, "sharding", None)) is not None
+        and getattr(value, "shape", None) == getattr(leaf, "shape", ())
+        else value
+        for value, leaf in zip(defaults, targets, strict=True)
+    ]
+    return structure.unflatten(placed)
