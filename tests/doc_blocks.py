@@ -20,7 +20,7 @@ Conventions (HTML comments, invisible on GitHub and on the site):
 - The page runs as `__main__`, as a reader's script would (classes print as `__main__.X`).
 
 Run one page: `python tests/doc_blocks.py docs/guides/jit.md` (page options are applied by
-`tests/test_docs.py` only: `pytest tests/test_docs.py -k sharding` runs a page as the suite does).
+`tests/docs/test_docs.py` only: `pytest tests/docs/test_docs.py -k sharding` runs a page as the suite does).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def _check_output(path: Path, block: Block, printed: str | None) -> None:
 
 if __name__ == "__main__":
     # Pages import only what a reader has installed, not this directory's helpers. The page
-    # options (devices, ...) are applied by tests/test_docs.py, not here.
+    # options (devices, ...) are applied by tests/docs/test_docs.py, not here.
     if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
         del sys.path[0]
     # A deprecated API used by an example, or by the package, fails the page: readers copy it.

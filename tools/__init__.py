@@ -3,7 +3,7 @@
 `dev.py`, at the root, holds the supported versions, the command table and the command line;
 these modules hold what its commands do, one concern each. Besides the standard library they
 import `tools.venvs` only, and it none of them, so nothing imports `dev.py` back and there is
-no circle (tests/test_tooling.py checks it):
+no circle (tests/project/test_tooling.py checks it):
 
     venvs        virtual environments, made once and stamped, and running commands in them
     debian_root  a Python that the machine lacks, from a Debian sid root made with debootstrap

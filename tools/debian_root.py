@@ -20,7 +20,7 @@ from tools.venvs import ROOT, STAMP_NAME, Wrap, log, run
 
 def debootstrap_command(version: str) -> list[str]:
     """debootstrap's arguments (without the target and mirror) for a root with Python
-    `version` and its venv module; nodejs too: pyright (tests/test_typing.py) runs on it, and
+    `version` and its venv module; nodejs too: pyright (tests/project/test_typing.py) runs on it, and
     would download one otherwise."""
     packages = f"python{version},python{version}-venv,ca-certificates,nodejs"
     return ["debootstrap", "--variant=minbase", f"--include={packages}", "sid"]
