@@ -14,7 +14,6 @@ cloudpickle rebuilds (`reload`). Only this module calls the code generator, `reg
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 import inspect
 import threading
@@ -28,6 +27,7 @@ from jax import Array
 from jax_dataclasses._codegen import make_functions, take_code
 from jax_dataclasses._construct import (
     UNDECORATED_ATTR,
+    abstract_methods,
     failed_init,
     init_parameters,
     init_source,
@@ -198,7 +198,7 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
         # `dataclasses` gives only frozen slots classes pickle support that skips __setattr__.
         methods["__getstate__"] = slots_getstate
         methods["__setstate__"] = slots_setstate
-    abstract = _abstract_methods(cls)
+    abstract = abstract_methods(cls)
     if abstract:  # Refused at construction, as an `abc.ABC` is (`object.__new__` checks).
         methods["__abstractmethods__"] = abstract
     _record_options(cls, options)
@@ -211,23 +211,6 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
     _install(cls, methods)
     register(layout)
     return cls
-
-
-def _abstract_methods(cls: type) -> frozenset[str]:
-    """The abstract methods of `cls` that nothing overrides, found as `abc.ABCMeta` finds them,
-    for a class `abc.ABCMeta` does not make: a base migrated from `eqx.Module` (an ABC) keeps
-    refusing instances (empty for an ABC: `dataclasses` has it recompute its own)."""
-    if isinstance(cls, abc.ABCMeta):
-        return frozenset()
-    names = {name for name, value in cls.__dict__.items() if _is_abstract(value)}
-    for base in cls.__mro__[1:]:
-        inherited: frozenset[str] = getattr(base, "__abstractmethods__", frozenset())
-        names.update(name for name in inherited if _is_abstract(getattr(cls, name, None)))
-    return frozenset(names)
-
-
-def _is_abstract(value: object) -> bool:
-    return getattr(value, "__isabstractmethod__", False) is True
 
 
 def _run_dataclasses(cls: type, dataclass_options: dict[str, bool], own_doc: bool) -> type:
@@ -451,7 +434,7 @@ def adopt(sub: type) -> None:
         wrapped = wrap_own_init(owner.__dict__["__init__"])
         setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
         methods["__init__"] = wrapped
-    abstract = _abstract_methods(sub)
+    abstract = abstract_methods(sub)
     if abstract:
         methods["__abstractmethods__"] = abstract
     _install(sub, methods)

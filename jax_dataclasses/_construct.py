@@ -18,6 +18,7 @@ decorate it (`undecorated_init`).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 import inspect
@@ -496,6 +497,23 @@ def failed_init(cls: type, error: Exception, own: object) -> Callable[..., None]
 
     setattr(__init__, UNDECORATED_ATTR, own)
     return __init__
+
+
+def abstract_methods(cls: type) -> frozenset[str]:
+    """The abstract methods of `cls` that nothing overrides, found as `abc.ABCMeta` finds them,
+    for a class `abc.ABCMeta` does not make: a base migrated from `eqx.Module` (an ABC) keeps
+    refusing instances (empty for an ABC: `dataclasses` has it recompute its own)."""
+    if isinstance(cls, abc.ABCMeta):
+        return frozenset()
+    names = {name for name, value in cls.__dict__.items() if _is_abstract(value)}
+    for base in cls.__mro__[1:]:
+        inherited: frozenset[str] = getattr(base, "__abstractmethods__", frozenset())
+        names.update(name for name in inherited if _is_abstract(getattr(cls, name, None)))
+    return frozenset(names)
+
+
+def _is_abstract(value: object) -> bool:
+    return getattr(value, "__isabstractmethod__", False) is True
 
 
 def check_constructible(obj: object) -> None:
