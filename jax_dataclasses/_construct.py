@@ -28,7 +28,6 @@ from contextvars import ContextVar, Token
 from typing import Any, NoReturn, cast
 
 from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
-from jax_dataclasses._declarations import is_initvar
 from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of
 from jax_dataclasses._scope import class_annotations, is_classvar
 from jax_dataclasses._static_values import OK_TYPES, check_static_value, warn_once
@@ -74,6 +73,11 @@ class _FactorySentinel:
 
 
 _HAS_DEFAULT_FACTORY = _FactorySentinel()
+
+
+def is_initvar(f: dataclasses.Field[Any]) -> bool:
+    """Whether `f` (from a class's `__dataclass_fields__`) is an `InitVar`, not a field."""
+    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)
 
 
 def _has_default(f: dataclasses.Field[Any]) -> bool:

@@ -27,6 +27,7 @@ import typing_extensions
 
 from jax_dataclasses._forms import (
     FROZEN_MARKER,
+    LEGACY_STATIC_MARKER,
     STATIC_MARKER,
     Axes,
     AxisEntry,
@@ -34,7 +35,6 @@ from jax_dataclasses._forms import (
     ShardingDeclarationError,
     StaticAnnotationError,
     axes_of,
-    is_marker,
     metadata_mark,
 )
 from jax_dataclasses._scope import Namespaces, Scope, class_annotations
@@ -206,6 +206,11 @@ def unalias(obj: object) -> object:
             return _UNEVALUATED_ALIAS
 
 
+def _is_marker(item: object) -> bool:
+    """Whether `Annotated` metadata `item` marks a value static (ours, or 1.6's string)."""
+    return item is STATIC_MARKER or (isinstance(item, str) and item == LEGACY_STATIC_MARKER)
+
+
 class _Outer(NamedTuple):
     """What an annotation's outermost part declares."""
 
@@ -223,13 +228,13 @@ class _Outer(NamedTuple):
 
     def around(self, metadata: tuple[object, ...], local: bool) -> _Outer:
         """This, inside `Annotated[<this>, *metadata]` whose head `local` says where it was."""
-        static = any(map(is_marker, metadata))
+        static = any(map(_is_marker, metadata))
         axes = self.axes + tuple(item for item in metadata if isinstance(item, Axes))
         frozen = self.frozen + sum(item is FROZEN_MARKER for item in metadata)
         others = self.others + tuple(
             item
             for item in metadata
-            if not is_marker(item) and not isinstance(item, Axes) and item is not FROZEN_MARKER
+            if not _is_marker(item) and not isinstance(item, Axes) and item is not FROZEN_MARKER
         )
         if static:
             undefined = self.undefined or self.static is None
@@ -263,9 +268,9 @@ class _Reader:
     ) -> None:
         self.where = where
         self.scope = scope
-        self.extra = extra
         self.final = final
         self.namespaces: Namespaces = scope.namespaces(extra)
+        self.local = scope.locals_between(extra)
         self.undefined: list[str] = []  # Outermost names not defined, in the order met.
 
     # -- names and values --
@@ -276,7 +281,7 @@ class _Reader:
         if isinstance(node, ast.Name):
             for index, namespace in enumerate(self.namespaces):
                 if node.id in namespace:
-                    return namespace[node.id], self.scope.is_local(index, self.extra)
+                    return namespace[node.id], index in self.local
             return _UNDEFINED, False
         if isinstance(node, ast.Attribute):
             base, local = self.lookup(node.value)
@@ -569,8 +574,3 @@ def _show(annotation: object) -> str:
     if isinstance(annotation, str):
         return annotation
     return repr(annotation).replace(repr(STATIC_MARKER), "Static").replace("typing.", "")
-
-
-def is_initvar(f: dataclasses.Field[Any]) -> bool:
-    """Whether `f` (from a class's `__dataclass_fields__`) is an `InitVar`, not a field."""
-    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)

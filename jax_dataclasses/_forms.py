@@ -266,11 +266,6 @@ def _type_name(kind: object) -> str:
     return getattr(kind, "__qualname__", None) or repr(kind)
 
 
-def is_marker(item: object) -> bool:
-    """Whether `Annotated` metadata `item` marks a value static (ours, or 1.6's string)."""
-    return item is STATIC_MARKER or (isinstance(item, str) and item == LEGACY_STATIC_MARKER)
-
-
 # -- Frozen ---------------------------------------------------------------------------------
 
 

@@ -19,8 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
-from jax_dataclasses._construct import is_constructing, raise_unregistered
-from jax_dataclasses._declarations import is_initvar
+from jax_dataclasses._construct import is_constructing, is_initvar, raise_unregistered
 from jax_dataclasses._record import layout_of
 from jax_dataclasses._tree_api import flatten_one_level
 from jax_dataclasses._validate import check_field

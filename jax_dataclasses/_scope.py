@@ -69,10 +69,10 @@ class Scope:
             found.append(self._defined)
         return (*found, self._globals, _BUILTINS, _TYPING)
 
-    def is_local(self, index: int, extra: Mapping[str, Any] | None) -> bool:
-        """Whether `namespaces(extra)[index]` is an enclosing function's or class body's."""
+    def locals_between(self, extra: Mapping[str, Any] | None) -> range:
+        """The indices in `namespaces(extra)` of the enclosing functions' and class bodies'."""
         first = (1 if extra else 0) + (self._own is not None)
-        return first <= index < first + len(self._frames)
+        return range(first, first + len(self._frames))
 
 
 def class_scope(cls: type) -> Scope:
