@@ -4,6 +4,9 @@ constructing, flattening and editing it) crosses from one of our modules into an
 A crossing is a call from a function of one module of the package into a function of another
 (calls into the standard library or JAX are not counted; generated code counts as
 `_codegen`'s). Fewer crossings mean a reader follows one flow in fewer files (issue 24).
+Also the distinct lines of each module that decorating and constructing one class run, and
+those that every way into the class builder and every reader of its declarations run (what
+one reads to follow a class, issue 30).
 Run: `.venv/bin/python benchmarks/bench_structure.py`.
 """
 
