@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -26,6 +26,7 @@ from jax import Array
 
 from jax_dataclasses._codegen import make_functions, take_code
 from jax_dataclasses._construct import (
+    FAILED_ATTR,
     UNDECORATED_ATTR,
     abstract_methods,
     failed_init,
@@ -54,7 +55,7 @@ from jax_dataclasses._frozen import (
     slots_setstate,
 )
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
-from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, register, tree_sources
+from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, recorded, register, tree_sources
 from jax_dataclasses._scope import Scope, class_annotations, class_scope, signature_of
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
@@ -176,10 +177,14 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
         "__delattr__": frozen_delattr,
         "__init_subclass__": _subclass_hook(cls),
     }
+    try:  # Field order errors, as `dataclasses` raises them then.
+        params = init_parameters(cls) if options["init"] else None
+    except TypeError as error:
+        if automatic:  # `kw_only=True` may mend it: a decorator may come.
+            raise _NeedsOptions(error) from error
+        raise
     generate_init = options["init"] and own_init is None
     if not generate_init:
-        if options["init"]:  # Field order errors, as `dataclasses` raises them then.
-            init_parameters(cls)
         # The class's own `__init__`, or (init=False) the one it inherits, which knows only
         # the base's fields: either way, check the fields once it has run.
         init = own_init or next(
@@ -203,7 +208,7 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
         methods["__abstractmethods__"] = abstract
     _record_options(cls, options)
     deferral = _Deferral.of(cls, pending, inherited)
-    layout = _compile(cls, declarations, deferral, generate_init, evolution, namespace)
+    layout = _compile(cls, declarations, deferral, generate_init, evolution, namespace, params)
     if layout.init is not None:
         methods["__init__"] = layout.init
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
@@ -244,7 +249,7 @@ def _declare(
     scopes: dict[type, Scope] = {}
     for f in all_fields:
         owner = declaring_class(cls, f)
-        base = layout_of(owner) if owner is not cls else None
+        base = recorded(owner) if owner is not cls else None
         if base is not None:
             declarations.append(base.declaration(f.name))
             if base.pending:
@@ -266,6 +271,7 @@ def _compile(
     generate_init: bool,
     evolution: Evolution = NO_EVOLUTION,
     namespace: Mapping[str, object] | None = None,
+    params: list[dataclasses.Field[Any]] | None = None,
 ) -> Layout:
     """The class's layout, with its generated functions compiled in one go (`namespace`: the
     one an automatic build started from)."""
@@ -273,7 +279,7 @@ def _compile(
     statics = tuple(d.name for d in declarations if d.static is not None)
     sources = tree_sources(cls, children, statics, deferral is not None)
     if generate_init:
-        sources.append(init_source(cls, statics, deferral is not None))
+        sources.append(init_source(cls, statics, deferral is not None, params))
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
     return Layout(cls, declarations, functions, reload, settle, evolution, namespace)
@@ -303,38 +309,47 @@ class _Deferral:
 
     def settle(self) -> None:
         with self.lock:  # One decision, even when threads construct at once.
-            layout = layout_of(self.cls)
+            layout = recorded(self.cls)
             if layout is None or not layout.pending:  # Decided by another thread.
                 return
             declarations = tuple(self._decide(d) for d in layout.declarations)
-            generate_init = layout.init is not None
+            evolution = declared_evolution(self.cls, declarations)  # Checked as decided.
+            init = layout.init
             rebuilt = _compile(
-                self.cls, declarations, None, generate_init, layout.evolution, layout.namespace
+                self.cls, declarations, None, init is not None, evolution, layout.namespace
             )
-            if layout.init is not None and rebuilt.init is not None:
-                take_code(layout.init, rebuilt.init)
-                rebuilt.init = layout.init
+            # `__init__` first: once the record is no longer pending, a call that decides
+            # finds nothing to wait for and calls `__init__` again, which must be decided.
+            # (Until then a new `__init__` may meet the old flatten, which waits, then calls
+            # the decided one.)
+            if init is not None and rebuilt.init is not None:
+                take_code(init, rebuilt.init)
+            rebuilt.init = init  # The function the class holds.
             register(rebuilt)
 
     def _decide(self, declared: Declaration) -> Declaration:
         waiting = self.pending.get(declared.name)
         if waiting is not None:
-            return waiting.decided()
+            return waiting.declaration()
         base = self.inherited.get(declared.name)
         if base is None:
             return declared
-        cast(Layout, layout_of(base)).settle()  # A registered base stays registered.
-        return cast(Layout, layout_of(base)).declaration(declared.name)
+        return cast(Layout, layout_of(base)).declaration(declared.name)  # Decided first.
 
 
 def reload(
-    cls: type, declarations: tuple[Declaration, ...], evolution: Evolution = NO_EVOLUTION
+    cls: type,
+    declarations: tuple[Declaration, ...],
+    evolution: Evolution = NO_EVOLUTION,
+    init: Callable[..., None] | None = None,
 ) -> Layout:
-    """Register a class cloudpickle rebuilds, while it restores the class's attributes (its
-    `__init__` comes with them). A pickle made before classes had an `Evolution` has none."""
+    """Register a class cloudpickle rebuilds, as it unpickles the class's attributes, with our
+    `__init__` as decided in the pickling process (`Layout.__reduce__`). A pickle made before
+    classes had an `Evolution` has none."""
     layout = _compile(cls, declarations, None, False, evolution)
+    layout.init = init
     register(layout)
-    return cast(Layout, layout_of(cls))
+    return cast(Layout, recorded(cls))
 
 
 # -- undecorated subclasses -----------------------------------------------------------------
@@ -372,16 +387,17 @@ def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
 def _makes_pytree_subclasses(sub: type) -> bool:
     """Whether a pytree dataclass above `sub` carries `typing.dataclass_transform`."""
     return any(
-        "__dataclass_transform__" in base.__dict__ and layout_of(base) is not None
+        "__dataclass_transform__" in base.__dict__ and recorded(base) is not None
         for base in sub.__mro__[1:]
     )
 
 
 def _build_automatically(sub: type, options: dict[str, object]) -> None:
     """Build a subclass as it is created. A build that fails where options could help (fields
-    in an order only `kw_only=True` allows, a plain `TypeError`) leaves the class as it was,
-    with an `__init__` that raises the failure, since a decorator that comes next may build it
-    again with them."""
+    in an order only `kw_only=True` allows) leaves the class as it was, with an `__init__`
+    that raises the failure, since a decorator that comes next may build it again with them;
+    a class below such a class is refused (its fields would be missing). Any other failure is
+    raised as the class is created."""
     unknown = [name for name in ("slots", "weakref_slot") if options.get(name)]
     if unknown:
         raise TypeError(
@@ -389,14 +405,30 @@ def _build_automatically(sub: type, options: dict[str, object]) -> None:
             "built as it is created (slots need a new class). Decorate it instead: "
             f"@jdc.pytree_dataclass({unknown[0]}=True) above `class {sub.__name__}`."
         )
+    for base in sub.__mro__[1:]:  # Its fields would not be fields of `sub` either.
+        failed: BaseException | None = getattr(base.__dict__.get("__init__"), FAILED_ATTR, None)
+        if failed is not None:
+            raise TypeError(
+                f"{sub.__qualname__} subclasses {base.__qualname__}, which could not be made a "
+                f"pytree dataclass when it was created ({failed}). Decorate "
+                f"{base.__qualname__} with the options it needs (kw_only=True), or give them "
+                f"as class keywords (class {base.__name__}(..., kw_only=True))."
+            ) from failed
     namespace = dict(sub.__dict__)
     try:
         _decorate(sub, _checked_options(options), automatic=True)
-    except TypeError as error:
-        if type(error) is not TypeError:  # `StaticAnnotationError`: no option changes that.
-            raise
-        _restore(sub, namespace)
+    except _NeedsOptions as needs:
+        _restore_namespace(sub, namespace)
+        error = needs.error
         _install(sub, {"__init__": failed_init(sub, error, namespace.get("__init__"))})
+
+
+class _NeedsOptions(Exception):
+    """An automatic build that options may mend (`kw_only=True` for the field order)."""
+
+    def __init__(self, error: TypeError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 _HOOK_CODE = _subclass_hook(object).__func__.__code__
@@ -420,17 +452,17 @@ def adopt(sub: type) -> None:
     One that adds fields is not registered, and gets an `__init__` that says to decorate it
     (keeping its own for the decorator), since a decorator that runs later (ours, or
     `dataclasses`', which keeps an `__init__` it finds) may not come."""
-    if layout_of(sub) is not None:
+    if recorded(sub) is not None:
         return
     if new_fields(sub):
         _install(sub, {"__init__": undecorated_init(sub, sub.__dict__.get("__init__"))})
         return
-    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    parent = next(found for base in sub.__mro__[1:] if (found := recorded(base)) is not None)
     # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
     # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
     methods: dict[str, object] = {}
     owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
-    if owner is not object and (owner is sub or layout_of(owner) is None):
+    if owner is not object and (owner is sub or recorded(owner) is None):
         wrapped = wrap_own_init(owner.__dict__["__init__"])
         setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
         methods["__init__"] = wrapped
@@ -446,7 +478,7 @@ def adopt(sub: type) -> None:
 # -- the methods every class gets, and how they are installed -------------------------------
 
 
-def _restore(cls: type, namespace: Mapping[str, object]) -> None:
+def _restore_namespace(cls: type, namespace: Mapping[str, object]) -> None:
     """Put back the namespace a class's automatic build started from (its registration
     with JAX stays: a build that follows gives JAX's functions new code)."""
     for name in [name for name in cls.__dict__ if name not in namespace]:
@@ -484,9 +516,9 @@ def _check_decoratable(cls: object) -> type:
             f"pytree_dataclass decorates classes, got {cls!r}. Write @pytree_dataclass (or "
             "@pytree_dataclass(...)) directly above a class statement."
         )
-    layout = layout_of(cls)
+    layout = recorded(cls)
     if layout is not None and layout.namespace is not None:  # Built as it was created.
-        _restore(cls, layout.namespace)
+        _restore_namespace(cls, layout.namespace)
     elif cls.__dict__.get("__setattr__") is frozen_setattr:
         raise TypeError(f"{cls.__qualname__} is already a pytree dataclass: decorate it once.")
     leftover = other_pytree_maker(cls)
@@ -525,6 +557,7 @@ def _record_options(cls: type, options: dict[str, bool]) -> None:
     bases = [base for base in cls.__mro__[1:] if "__dataclass_fields__" in base.__dict__]
     params.frozen = all(getattr(b, "__dataclass_params__").frozen for b in bases)  # noqa: B009
     params.init, params.repr = options["init"], options["repr"]
+    params.unsafe_hash = options["unsafe_hash"]
 
 
 class _HiddenDefault:

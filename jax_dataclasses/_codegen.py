@@ -85,11 +85,14 @@ def take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
     names = target.__code__.co_freevars
     if names != source.__code__.co_freevars:  # Our bug: the sources declare other helpers.
         raise ValueError(f"{target.__qualname__} closes over {names}, its new code over others")
-    target.__code__ = source.__code__
+    # The cells first: a call that starts in between runs the old code, which for a class
+    # deciding its pending names (the only change while instances exist) decides, waits for
+    # the decision, and calls the function again.
     for target_cell, source_cell in zip(
         target.__closure__ or (), source.__closure__ or (), strict=True
     ):
         target_cell.cell_contents = source_cell.cell_contents
+    target.__code__ = source.__code__
 
 
 # -- module namespaces ---------------------------------------------------------------------

@@ -28,7 +28,7 @@ from contextvars import ContextVar, Token
 from typing import Any, NoReturn, cast
 
 from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
-from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of
+from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, recorded
 from jax_dataclasses._scope import class_annotations, is_classvar
 from jax_dataclasses._static_values import OK_TYPES, check_static_value, warn_once
 
@@ -77,7 +77,8 @@ _HAS_DEFAULT_FACTORY = _FactorySentinel()
 
 def is_initvar(f: dataclasses.Field[Any]) -> bool:
     """Whether `f` (from a class's `__dataclass_fields__`) is an `InitVar`, not a field."""
-    return getattr(f, "_field_type", None) is getattr(dataclasses, "_FIELD_INITVAR", None)
+    marker = getattr(dataclasses, "_FIELD_INITVAR", None)
+    return marker is not None and getattr(f, "_field_type", None) is marker
 
 
 def _has_default(f: dataclasses.Field[Any]) -> bool:
@@ -110,10 +111,17 @@ def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     return positional + [f for f in params if f.kw_only]
 
 
-def init_source(cls: type, statics: tuple[str, ...], pending: bool = False) -> FunctionSource:
+def init_source(
+    cls: type,
+    statics: tuple[str, ...],
+    pending: bool = False,
+    params: list[dataclasses.Field[Any]] | None = None,
+) -> FunctionSource:
     """`cls.__init__`: set every field, check static values, call `__post_init__`. With
-    `pending`, it first settles the fields whose annotations named something undefined."""
-    params = init_parameters(cls)
+    `pending`, it decides the fields whose annotations named something undefined, and runs
+    the `__init__` that the class has then (this function, with the decided code). `params`:
+    `init_parameters(cls)`, if the caller has them."""
+    params = init_parameters(cls) if params is None else params
     fields = dataclasses.fields(cls)
     post_init = hasattr(cls, "__post_init__")
     names = {f.name for f in params} | {f.name for f in fields}
@@ -130,8 +138,6 @@ def init_source(cls: type, statics: tuple[str, ...], pending: bool = False) -> F
     }
     signature = [this]
     body = [f"if __jdc_type({this}) is not __jdc_cls: __jdc_registered({this})"]
-    if pending:  # First: the class itself may be refused.
-        body.append(f"__jdc_cls.{LAYOUT_ATTR}.settle()")
     checks = len(body)
     for f in params:
         if f.kw_only and "*" not in signature:
@@ -187,6 +193,10 @@ def init_source(cls: type, statics: tuple[str, ...], pending: bool = False) -> F
         derived = tuple(f.name for f in fields if not f.init)
         helpers["__jdc_derived"] = derived
         body.append(f"__jdc_post_init({this}, __jdc_derived{initvars})")
+    if pending:  # Decide, then run the code this function has once decided (the same helpers).
+        passed = ", ".join(f"{f.name}={f.name}" for f in params)
+        record = f"__jdc_cls.{LAYOUT_ATTR}"
+        body = [*body[:checks], f"{record}.settle()", f"{record}.init({this}, {passed})"]
     return FunctionSource("__init__", signature, body, helpers, init_annotations(cls, params))
 
 
@@ -359,7 +369,7 @@ def new_fields(sub: type) -> list[str]:
     the base's fields when `dataclasses` finds the subclass's fields elsewhere (a plain
     dataclass listed before the pytree base). Only `@pytree_dataclass` can make those part
     of the pytree; each comes with the class that declares it."""
-    parent = next(found for base in sub.__mro__[1:] if (found := layout_of(base)) is not None)
+    parent = next(found for base in sub.__mro__[1:] if (found := recorded(base)) is not None)
     known = set(parent.fields)
     inherited = {
         f.name
@@ -370,7 +380,7 @@ def new_fields(sub: type) -> list[str]:
     declared = [
         f"{name!r}" + ("" if klass is sub else f" (declared by {klass.__qualname__})")
         for klass in sub.__mro__
-        if issubclass(klass, parent.cls) and layout_of(klass) is None
+        if issubclass(klass, parent.cls) and recorded(klass) is None
         for name in _annotated_names(klass)
         if name not in known | inherited
     ]
@@ -398,7 +408,7 @@ def raise_unregistered(cls: type) -> NoReturn:
     declared = new_fields(cls)
     decorator = _other_decorator(cls)
     if declared and decorator is not None:
-        base = next(b for b in cls.__mro__[1:] if layout_of(b) is not None)
+        base = next(b for b in cls.__mro__[1:] if recorded(b) is not None)
         raise TypeError(
             f"{cls.__qualname__} subclasses the pytree dataclass {base.__qualname__} and is "
             f"decorated with {decorator}, which does not make a subclass of a pytree dataclass "
@@ -500,7 +510,12 @@ def failed_init(cls: type, error: Exception, own: object) -> Callable[..., None]
         raise TypeError(message) from error
 
     setattr(__init__, UNDECORATED_ATTR, own)
+    setattr(__init__, FAILED_ATTR, error)
     return __init__
+
+
+FAILED_ATTR = "__jdc_failed__"
+"""On the `__init__` of a class whose build as it was created failed: the failure."""
 
 
 def abstract_methods(cls: type) -> frozenset[str]:
@@ -522,8 +537,6 @@ def _is_abstract(value: object) -> bool:
 
 def check_constructible(obj: object) -> None:
     """An inherited or own `__init__` is about to construct `obj`: its class must be a
-    registered pytree, with its pending annotations decided (`Layout.settle`)."""
-    layout = layout_of(type(obj))
-    if layout is None:
+    registered pytree, with its pending annotations decided (`layout_of` decides them)."""
+    if layout_of(type(obj)) is None:
         raise_unregistered(type(obj))
-    layout.settle()

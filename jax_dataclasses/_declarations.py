@@ -32,6 +32,7 @@ from jax_dataclasses._forms import (
     Axes,
     AxisEntry,
     Mark,
+    Sharded,
     ShardingDeclarationError,
     StaticAnnotationError,
     axes_of,
@@ -79,9 +80,11 @@ class Reading(NamedTuple):
     frozen: bool = False
 
 
-class Unreadable(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class Unreadable:
     """`Annotated` metadata that names something still not defined when a pending field was
-    decided for good: an error for whoever needs the value (the deprecated mixin)."""
+    decided for good: an error for whoever needs the value (the deprecated mixin). Not a
+    tuple, so that nothing takes it for a value."""
 
     source: str
     error: str
@@ -105,7 +108,7 @@ class Pending(NamedTuple):
         `TYPE_CHECKING` only) cannot make it Static: such a field is a child, for good."""
         return read(self.read_annotation(), self.where, self.scope, final=True)
 
-    def decided(self) -> Declaration:
+    def declaration(self) -> Declaration:
         """The field's declaration, decided now (`decide`)."""
         return from_reading(self.name, self.owner, self.decide(), self.mark)
 
@@ -178,9 +181,9 @@ _ALIAS_TYPES: tuple[type, ...] = tuple(
     }
 )
 """`type S = ...` (Python 3.12+) and `typing_extensions.TypeAliasType`: resolved to their value."""
-TYPE_THEN_METADATA = "__jdc_type_then_metadata__"
-"""True on an annotation form that, as `Annotated`, holds a type and then metadata
-(`jdc.Sharded[T, "embed"]`: its axis names are not types)."""
+_TYPE_THEN_METADATA: tuple[object, ...] = (Sharded,)
+"""Forms that, as `Annotated`, hold a type and then metadata (`jdc.Sharded[T, "embed"]`: its
+axis names are not types)."""
 
 
 class _Undefined:
@@ -271,6 +274,8 @@ class _Reader:
         self.final = final
         self.namespaces: Namespaces = scope.namespaces(extra)
         self.local = scope.locals_between(extra)
+        self.module_at = len(self.namespaces) - 2  # The module's, then the builtins.
+        self.unbound: frozenset[str] = scope.unbound() if self.local else frozenset()
         self.undefined: list[str] = []  # Outermost names not defined, in the order met.
 
     # -- names and values --
@@ -280,6 +285,8 @@ class _Reader:
         whether it was found in an enclosing function or class body."""
         if isinstance(node, ast.Name):
             for index, namespace in enumerate(self.namespaces):
+                if index == self.module_at and node.id in self.unbound:
+                    return _UNDEFINED, False  # A local of an enclosing function, bound later.
                 if node.id in namespace:
                     return namespace[node.id], index in self.local
             return _UNDEFINED, False
@@ -323,11 +330,19 @@ class _Reader:
             declared = _outermost(found)
             return _PLAIN if declared is None else declared._replace(local=local)
         items = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
-        if found in _ANNOTATED_ORIGINS or getattr(found, TYPE_THEN_METADATA, False):
+        if found in _ANNOTATED_ORIGINS or found in _TYPE_THEN_METADATA:
             values = tuple(self.value(item) for item in items[1:])
             if any(value is _UNDEFINED for value in values):
                 return _Outer(None)
             if found not in _ANNOTATED_ORIGINS:  # `Sharded[T, *axes]`
+                unread = [value for value in values if isinstance(value, Unreadable)]
+                if unread:
+                    raise ShardingDeclarationError(
+                        f"cannot read the sharding axes of {self.where}: {unread[0].source} in "
+                        f"its annotation is still not defined ({unread[0].error}) at the "
+                        "class's first use. Define it before then, or write the axis names as "
+                        "strings."
+                    )
                 values = (axes_of(ast.unparse(items[0]), values, self.where),)
             return self.outer(items[0]).around(values, local)
         declared = _outermost(found)
@@ -374,7 +389,7 @@ class _Reader:
     def type_parts(self, tree: ast.expr) -> Iterator[ast.expr]:
         """The names in an annotation's source that are types (a dotted name is one), strings
         among them parsed as code: not the values of `Literal[...]`, nor the metadata of
-        `Annotated[T, ...]` (or of another form with `TYPE_THEN_METADATA`)."""
+        `Annotated[T, ...]` (or of another form in `_TYPE_THEN_METADATA`)."""
         stack = [tree]
         while stack:
             node = stack.pop()
@@ -391,7 +406,7 @@ class _Reader:
                     continue
                 if (
                     head in _ANNOTATED_ORIGINS
-                    or getattr(head, TYPE_THEN_METADATA, False)
+                    or head in _TYPE_THEN_METADATA
                     or _spelled(node.value, "Annotated")
                     or (head is _UNDEFINED and _spelled(node.value, "Sharded"))
                 ):
@@ -413,7 +428,7 @@ class _Reader:
         for node in self.type_parts(tree):
             if isinstance(node, ast.Name | ast.Attribute):
                 found = self.lookup(node)[0]
-                if getattr(found, TYPE_THEN_METADATA, False):
+                if found in _TYPE_THEN_METADATA:
                     parts = parts.plus(_Parts(sharded=1))
                     continue
                 undefined = isinstance(node, ast.Name) and found is _UNDEFINED

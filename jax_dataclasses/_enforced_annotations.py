@@ -27,8 +27,8 @@ from jax_dataclasses._declarations import (
     declare,
     declaring_class,
 )
-from jax_dataclasses._record import settled
-from jax_dataclasses._scope import class_scope
+from jax_dataclasses._record import layout_of
+from jax_dataclasses._scope import module_scope
 from jax_dataclasses._static_values import warn_at_user
 from jax_dataclasses._validate import PYTHON_SCALARS
 
@@ -138,16 +138,17 @@ def _field_spec(cls: type, name: str, metadata: tuple[object, ...]) -> _FieldSpe
 
 def _declarations(cls: type) -> tuple[Declaration, ...]:
     """The declarations of `cls`'s fields: its record's, or (a plain dataclass using the
-    mixin, as 1.x allowed) read now by the one reader."""
-    layout = settled(cls)
+    mixin, as 1.x allowed) read now by the one reader, in the class and its module (what
+    defined it is no longer running)."""
+    layout = layout_of(cls)
     if layout is not None:
         return layout.declarations
     found: list[Declaration] = []
     for f in dataclasses.fields(cls):
         owner = declaring_class(cls, f)
-        declared, pending = declare(f.name, owner, f.type, f.metadata, class_scope(owner))
+        declared, pending = declare(f.name, owner, f.type, f.metadata, module_scope(owner))
         if pending is not None:
-            declared = pending.decided()
+            declared = pending.declaration()
         found.append(declared)
     return tuple(found)
 

@@ -23,7 +23,7 @@ from jax.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
 
 from jax_dataclasses._declarations import Declaration
 from jax_dataclasses._forms import EVOLUTION_ATTR, NO_EVOLUTION, Evolution
-from jax_dataclasses._record import Layout, layout_of, settled
+from jax_dataclasses._record import Layout, layout_of, recorded
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
@@ -51,10 +51,11 @@ FIX = (
 
 def declared_evolution(cls: type, declarations: tuple[Declaration, ...]) -> Evolution:
     """The `Evolution` of `cls`: its registered bases' and its own `__jdc_evolution__`, checked
-    against its fields. Called by the class builder only, once per class built."""
+    against its fields. Called by the class builder only, when it builds the class (and again
+    once pending names are decided: a field may have become static)."""
     evolution = NO_EVOLUTION
     for base in reversed(cls.__mro__[1:]):
-        layout = layout_of(base)
+        layout = recorded(base)  # Not a use of the base: its pending names may wait.
         if layout is not None:
             evolution = evolution | layout.evolution
     own: object = cls.__dict__.get(EVOLUTION_ATTR)
@@ -311,7 +312,7 @@ class _Walk:
         self.problems.append(f"- {keystr(path) or '(the root)'}: {text}")
 
     def layout(self, target: Any, saved: Any, path: KeyPath) -> Any:
-        layout = settled(type_of(target))
+        layout = layout_of(type_of(target))
         entries = _entries(saved)
         if layout is not None:
             return self.dataclass(layout, target, saved, entries, path)
@@ -436,7 +437,7 @@ def _placeholder(meta: Any) -> Any:
 
 
 def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
-    layout = settled(type_of(target))
+    layout = layout_of(type_of(target))
     entries = _entries(restored)
     where = keystr(path) or "(the root)"
     if layout is not None:

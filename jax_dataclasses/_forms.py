@@ -229,8 +229,6 @@ class Sharded:
         ((None, 'model'), ('model',), ())
     """
 
-    __jdc_type_then_metadata__ = True  # Its axis names are not types (`_declarations`).
-
     def __class_getitem__(cls, params: object) -> Any:
         """`Annotated[T, <the axes>]`, after checking that each axis entry is a name, None or a
         tuple of names (the mistake is reported where it is written)."""

@@ -22,7 +22,7 @@ import numpy as np
 from jax import Array, core
 from jax.sharding import NamedSharding
 
-from jax_dataclasses._record import settled
+from jax_dataclasses._record import layout_of
 
 SMALL_ARRAY = 8
 """Arrays with at most this many elements print their values (when they have values)."""
@@ -182,7 +182,7 @@ class _Printer:
             # The fields of the class whose repr it is, as in the standard library: a subclass
             # with `repr=False` prints as its base does.
             owner = next(klass for klass in kind.__mro__ if "__repr__" in klass.__dict__)
-            layout = settled(kind)
+            layout = layout_of(kind)
             frozen = layout.frozen if layout is not None else ()
             entries = [
                 (

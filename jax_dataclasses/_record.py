@@ -17,6 +17,7 @@ layout's code in place (`_codegen.take_code`).
 from __future__ import annotations
 
 import threading
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -62,7 +63,7 @@ class Layout:
         cls: type,
         declarations: tuple[Declaration, ...],
         functions: Mapping[str, Callable[..., Any]],
-        reload: Callable[[type, tuple[Declaration, ...], Evolution], Layout],
+        reload: Callable[..., Layout],
         settle: Callable[[], None] | None = None,
         evolution: Evolution = NO_EVOLUTION,
         namespace: Mapping[str, object] | None = None,
@@ -118,9 +119,16 @@ class Layout:
     def __reduce__(self) -> tuple[object, ...]:
         """A class that cloudpickle copies by value (defined in `__main__`, a notebook or a
         function) carries its layout as an attribute: unpickling it registers the rebuilt
-        class with these declarations. (Pickling by reference never copies class attributes.)"""
-        current = settled(self.cls) or self
-        return (current.reload, (current.cls, current.declarations, current.evolution))
+        class with these declarations, decided first, and our `__init__` as decided (cloudpickle
+        pickles `__init__` before this, still deciding if the class was never used; it calls
+        the record's). Pickling by reference never copies class attributes."""
+        current = layout_of(self.cls) or self
+        init = current.init
+        if init is not None:  # A copy: cloudpickle has pickled `__init__` (maybe undecided).
+            init = types.FunctionType(
+                init.__code__, init.__globals__, init.__name__, init.__defaults__, init.__closure__
+            )
+        return (current.reload, (current.cls, current.declarations, current.evolution, init))
 
 
 LAYOUT_ATTR = "__jdc_layout__"
@@ -133,20 +141,25 @@ _LOCK = threading.RLock()
 
 
 def layout_of(cls: type) -> Layout | None:
-    """The layout of a registered pytree dataclass (or adopted subclass), else None. Read from
-    the class's own namespace (a subclass does not inherit it, and the `slots=True` copy that
-    `dataclasses` makes of a class carries the original's, which is not its own)."""
+    """The record of a registered pytree dataclass (or adopted subclass), else None; a class
+    with names still pending decides them first (its first use), so every reader gets the
+    declarations for good. Read from the class's own namespace (a subclass does not inherit
+    it, and the `slots=True` copy that `dataclasses` makes of a class carries the original's,
+    which is not its own)."""
     layout: Layout | None = cls.__dict__.get(LAYOUT_ATTR)
-    return layout if layout is not None and layout.cls is cls else None
-
-
-def settled(cls: type) -> Layout | None:
-    """`layout_of(cls)`, with its pending fields decided first (the record that then holds)."""
-    layout = layout_of(cls)
-    if layout is None or not layout.pending:
+    if layout is None or layout.cls is not cls:
+        return None
+    if layout._settle is None:  # pyright: ignore[reportPrivateUsage]  # Its own class.
         return layout
     layout.settle()
-    return layout_of(cls) or layout
+    return recorded(cls)
+
+
+def recorded(cls: type) -> Layout | None:
+    """The record as it is, pending names and all: for the builder, which decides them, and
+    for what must not count as a use (a subclass inheriting them, adoption)."""
+    layout: Layout | None = cls.__dict__.get(LAYOUT_ATTR)
+    return layout if layout is not None and layout.cls is cls else None
 
 
 def on_register(hook: Callable[[Layout], None]) -> None:
@@ -160,7 +173,7 @@ def on_register(hook: Callable[[Layout], None]) -> None:
         _ON_REGISTER.append(hook)
         registered = list(_REGISTERED)
     for cls in registered:
-        layout = layout_of(cls)
+        layout = recorded(cls)  # Registering with flax is not a use of the class.
         if layout is not None:
             hook(layout)
 
@@ -171,7 +184,7 @@ def register(layout: Layout) -> None:
     the class's record (`layout_of`) and tell the hooks (`on_register`)."""
     cls = layout.cls
     with _LOCK:  # A check and a set: one registration with JAX per class, whichever thread.
-        old = layout_of(cls)
+        old = recorded(cls)
         if old is None:
             try:
                 tree_util.register_pytree_with_keys(  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stub for the key types
@@ -202,8 +215,8 @@ def tree_sources(
     (writing `__dict__` directly is about twice as fast, but gives every instance JAX builds
     a dict of its own: 64 bytes more than a constructed one, on Python 3.11 to 3.13). Each
     function's closure variables are the same for every layout, so `take_code` can move
-    code between them. With `pending`, flatten first settles the layout's pending fields
-    (through the instance's class: no helper of its own)."""
+    code between them. With `pending`, flatten first decides the class's pending fields and
+    then runs its code as decided (through the instance's class: no helper of its own)."""
     fields = children + statics
     child_values = _tuple_source([f"o.{name}" for name in children])
     aux = (
@@ -224,15 +237,15 @@ def tree_sources(
         unpack.append(f"{_tuple_source(local[: len(children)])} = children")
     store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
     keys = tuple(tree_util.GetAttrKey(name) for name in children)
-    settle = [f"o.__class__.{LAYOUT_ATTR}.settle()"] if pending else []
+    record = f"o.__class__.{LAYOUT_ATTR}"
+    flatten = f"return ({child_values}, {aux})"
+    flatten_with_keys = f"return ({pairs}, {aux})"
+    if pending:  # Decide, then run the code the function has once decided.
+        flatten = f"{record}.settle(); return {record}.flatten(o)"
+        flatten_with_keys = f"{record}.settle(); return {record}.flatten_with_keys(o)"
     return [
-        FunctionSource("flatten", ["o"], [*settle, f"return ({child_values}, {aux})"], {}),
-        FunctionSource(
-            "flatten_with_keys",
-            ["o"],
-            [*settle, f"return ({pairs}, {aux})"],
-            {"__jdc_keys": keys},
-        ),
+        FunctionSource("flatten", ["o"], [flatten], {}),
+        FunctionSource("flatten_with_keys", ["o"], [flatten_with_keys], {"__jdc_keys": keys}),
         FunctionSource(
             "unflatten",
             ["aux", "children"],

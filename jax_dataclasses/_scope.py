@@ -25,7 +25,6 @@ from jax_dataclasses._codegen import module_globals
 
 Namespaces = tuple[Mapping[str, Any], ...]
 _BUILTINS: Mapping[str, Any] = vars(builtins)
-_TYPING: Mapping[str, Any] = vars(typing)
 
 
 class Scope:
@@ -58,21 +57,29 @@ class Scope:
     def namespaces(self, extra: Mapping[str, Any] | None = None) -> Namespaces:
         """The namespaces as they are now (the frames' locals read again), innermost first:
         `extra` (the names Python 3.14 put in a `ForwardRef`), the class body, the enclosing
-        scopes, the module, the builtins, `typing` (for names such as `Optional` in strings
-        read without their import, as `typing.get_type_hints` is lenient about none: only
-        after every other scope)."""
+        scopes, the name being defined, the module, the builtins."""
         found: list[Mapping[str, Any]] = [extra] if extra else []
         if self._own is not None:
             found.append(self._own)
         found.extend(frame.f_locals for frame in self._frames)
         if self._defined is not None:
             found.append(self._defined)
-        return (*found, self._globals, _BUILTINS, _TYPING)
+        return (*found, self._globals, _BUILTINS)
 
     def locals_between(self, extra: Mapping[str, Any] | None) -> range:
         """The indices in `namespaces(extra)` of the enclosing functions' and class bodies'."""
         first = (1 if extra else 0) + (self._own is not None)
         return range(first, first + len(self._frames))
+
+    def unbound(self) -> frozenset[str]:
+        """The names the enclosing functions declare, bound or not yet: one not bound yet is
+        not the module's name of the same spelling (Python's scopes), but not defined yet."""
+        names: set[str] = set()
+        for frame in self._frames:
+            code = frame.f_code
+            if code.co_flags & inspect.CO_OPTIMIZED:  # A function's frame, not a class body's.
+                names.update(code.co_varnames, code.co_cellvars, code.co_freevars)
+        return frozenset(names)
 
 
 def class_scope(cls: type) -> Scope:
@@ -83,6 +90,12 @@ def class_scope(cls: type) -> Scope:
     if params:  # `class Box[T]`: the type parameters, then the body's names.
         own = {**{p.__name__: p for p in params}, **own}
     return defining_scope(cls.__qualname__, cls.__module__, own=own, defined={cls.__name__: cls})
+
+
+def module_scope(cls: type) -> Scope:
+    """Where the annotations of a class read after its creation resolve: its body, its own
+    name, its module (the frames that defined it are gone, or are another call's by now)."""
+    return Scope(vars(cls), (), module_globals(cls.__module__), True, {cls.__name__: cls})
 
 
 def defining_scope(

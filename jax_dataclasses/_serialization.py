@@ -30,7 +30,7 @@ from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._evolution import Match, default_of, match, names
 from jax_dataclasses._forms import EVOLUTION_ATTR
-from jax_dataclasses._record import Layout, layout_of, on_register, settled
+from jax_dataclasses._record import Layout, layout_of, on_register
 from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ def _problems(target: object, state: object, where: str) -> list[str]:
     pytree dataclass (missing, unknown and ambiguous fields; a leaf where it is expected, a
     subtree where an array is), through the containers flax restores (dicts, lists, tuples,
     named tuples). Like flax, other shapes and dtypes than the target's are fine."""
-    layout = settled(type_of(target))
+    layout = layout_of(type_of(target))
     if layout is not None:
         cls = layout.cls.__qualname__
         if not isinstance(state, Mapping):
@@ -424,7 +424,7 @@ def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
     static (`Declaration.legacy_static`: its own field marker, and `Static[...]` found
     through a module-level name; its reading never saw a function's local names, so a field
     annotated with a local alias under the future import was saved as a child)."""
-    current = settled(layout.cls) or layout
+    current = layout_of(layout.cls) or layout
     fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
     return tuple(
         d.name for d in current.declarations if fields[d.name].init and not d.legacy_static

@@ -28,7 +28,7 @@ from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._forms import ShardingDeclarationError
 from jax_dataclasses._printing import array_summary
-from jax_dataclasses._record import layout_of
+from jax_dataclasses._record import recorded
 from jax_dataclasses._sharding import (
     REPLICATED,
     AnyMesh,
@@ -244,7 +244,7 @@ class Walk:
         it that hold a pytree dataclass, each with that class (both for messages only, so
         kept unformatted)."""
         kind = type_of(node)
-        if layout_of(kind) is not None:
+        if recorded(kind) is not None:  # Ours (its declarations, decided, come below).
             if declared is not None:  # Leading axes of every array inside: stacked layers.
                 stacked = (*stacked, Stacking(declared.axes, declared.where))
             if field is not None:
@@ -257,10 +257,10 @@ class Walk:
                 self._visit(child, (*path, key), declaration, stacked, here, holders, found)
             return
         items, _ = tree_flatten_with_path(
-            node, lambda x: x is not node and layout_of(type_of(x)) is not None
+            node, lambda x: x is not node and recorded(type_of(x)) is not None
         )
         for subpath, leaf in items:
-            if subpath and layout_of(type_of(leaf)) is not None:
+            if subpath and recorded(type_of(leaf)) is not None:
                 self._visit(leaf, (*path, *subpath), declared, stacked, field, holders, found)
             else:
                 found.append(self._leaf((*path, *subpath), leaf, declared, stacked, holders))
@@ -315,7 +315,7 @@ class Walk:
 
 def summary(leaf: Any) -> str:
     """`f32[4,8]`: what a leaf is, for messages."""
-    if layout_of(type_of(leaf)) is not None:
+    if recorded(type_of(leaf)) is not None:
         return type_of(leaf).__qualname__
     return array_summary(leaf) if hasattr(leaf, "dtype") and hasattr(leaf, "shape") else repr(leaf)
 

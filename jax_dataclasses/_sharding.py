@@ -21,7 +21,7 @@ from typing import Any, TypeAlias, cast
 from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
 from jax_dataclasses._forms import AxisEntry
-from jax_dataclasses._record import Layout, settled
+from jax_dataclasses._record import Layout, layout_of
 from jax_dataclasses._tree_api import KeyPath
 
 AnyMesh: TypeAlias = Mesh | AbstractMesh
@@ -53,7 +53,7 @@ class FieldAxes:
 def class_declarations(cls: type) -> dict[str, FieldAxes]:
     """The declared fields of pytree dataclass `cls` (its fields annotated `Sharded`), as the
     class stores them (a class with names still pending decides them first)."""
-    layout = cast(Layout, settled(cls))  # The walks meet only registered classes here.
+    layout = cast(Layout, layout_of(cls))  # The walks meet only registered classes here.
     return {
         d.name: FieldAxes(d.axes, cls.__qualname__, d.name)
         for d in layout.declarations

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar, cast
 
 import jax
 
-from jax_dataclasses._record import settled
+from jax_dataclasses._record import layout_of
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
@@ -186,7 +186,7 @@ class _Walk:
         if not is_node(node):
             flags.append(not frozen)
             return
-        layout = settled(type_of(node))
+        layout = layout_of(type_of(node))
         declared = layout.frozen if layout is not None else ()
         children, _ = keyed_level(node)
         for (key, *_), child in children:

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import child_environment
+from helpers import child_environment, define
 
 import jax_dataclasses as jdc
 
@@ -431,6 +431,28 @@ def test_a_declaration_that_cannot_hold_is_refused_naming_class_and_field(
     with pytest.raises(TypeError) as caught:
         exec(source, {"jdc": jdc, "jax": jax})
     assert message in str(caught.value)
+
+
+def test_a_declaration_is_checked_again_once_pending_names_are_decided() -> None:
+    """A field an alias defined later makes static cannot be `added` (static values are not
+    stored): refused at the class's first use, as when the class was decorated."""
+    module = define(
+        """
+import jax
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class C:
+    x: jax.Array
+    n: Count = 3
+    __jdc_evolution__ = jdc.Evolution(added=["n"])
+
+Count = jdc.Static[int]
+""",
+        "future import",
+    )
+    with pytest.raises(TypeError, match="field 'n' of C"):
+        module.C(jnp.ones(2))
 
 
 @pytest.mark.parametrize(

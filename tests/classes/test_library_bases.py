@@ -147,6 +147,41 @@ class TestUsersSubclasses:
         rebuilt = jdc.pytree_dataclass(kw_only=True)(Unordered)
         assert rebuilt(shift=jnp.ones(1)).shift.tolist() == [1.0]
 
+    def test_a_subclass_of_a_class_waiting_for_its_decorator_is_refused(self) -> None:
+        """Its fields would silently not be fields of the subclass: `dataclasses` reads the
+        fields of dataclasses only, and the class waiting is none."""
+
+        class Waiting(Kernel):
+            shift: jax.Array
+
+        with pytest.raises(TypeError) as caught:
+
+            class Below(Waiting, kw_only=True):
+                gain: jax.Array
+
+                def evaluate(self, x: jax.Array) -> jax.Array:
+                    return x
+
+        message = str(caught.value)
+        assert "Below subclasses" in message and "Waiting, which could not be made" in message
+        assert "non-default argument 'shift'" in message and "kw_only=True" in message
+
+    @pytest.mark.parametrize(
+        ("keywords", "body", "problem"),
+        [
+            ({"frozen": False}, "", "frozen=False"),
+            ({}, "__jdc_evolution__ = jdc.Evolution(added=['missing'])", "missing"),
+        ],
+    )
+    def test_other_errors_of_a_build_as_it_is_created_are_raised_then(
+        self, keywords: dict[str, bool], body: str, problem: str
+    ) -> None:
+        namespace: dict[str, Any] = {"jdc": jdc}
+        if body:
+            exec(body, namespace)
+        with pytest.raises(TypeError, match=problem):
+            type("Sub", (Kernel,), {k: v for k, v in namespace.items() if k != "jdc"}, **keywords)
+
     def test_errors_no_option_can_mend_are_raised_when_the_class_is_created(self) -> None:
         from typing import Optional
 

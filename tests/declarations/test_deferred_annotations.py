@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import pathlib
 import re
+import subprocess
 import sys
 import typing
 import warnings
@@ -403,3 +405,140 @@ def test_a_slots_subclass_with_its_own_init_may_call_zero_argument_super(spellin
     assert outcomes[0] is outcomes[1]
     if sys.version_info >= (3, 14):
         assert outcomes == [None, None]
+
+
+UNPICKLED_BEFORE_ITS_FIRST_USE = """
+import jax
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class Solver:
+    x: jax.Array
+    iters: MyStatic = 3
+
+MyStatic = jdc.Static[int]
+"""
+
+
+@pytest.mark.parametrize("first", ["leaves", "tree_map", "copy_and_mutate", "construct"])
+def test_the_first_use_runs_the_decided_code(first: str) -> None:
+    """The function that decides runs the code it has once decided: an instance made without
+    `__init__` (as pickle makes one, in a process where the class was never used) is flattened
+    as decided the first time too, and the first construction checks the new static field."""
+    module = define(UNPICKLED_BEFORE_ITS_FIRST_USE, "future import")
+    solver = object.__new__(module.Solver)
+    object.__setattr__(solver, "x", jnp.ones(2))
+    object.__setattr__(solver, "iters", 3)
+    if first == "leaves":
+        assert len(jax.tree.leaves(solver)) == 1
+    elif first == "tree_map":
+        assert jax.tree.map(lambda x: x * 2, solver).iters == 3
+    elif first == "copy_and_mutate":
+        with jdc.copy_and_mutate(solver) as copy:
+            copy.x = jnp.zeros(2)
+        assert copy.iters == 3
+    else:
+        with pytest.warns(jdc.StaticFieldWarning, match="static field 'iters' of Solver"):
+            module.Solver(jnp.ones(2), iters=[1, 2])
+    assert statics(module.Solver) == ("iters",)
+
+
+def test_every_reader_of_the_declarations_gets_them_decided() -> None:
+    module = define(UNPICKLED_BEFORE_ITS_FIRST_USE, "future import")
+    jdc.register_export(
+        module.Solver, f"{module.__name__}.Solver", static_codecs={"iters": (int, int)}
+    )
+    assert statics(module.Solver) == ("iters",)
+
+
+@pytest.mark.subprocess
+def test_a_class_pickled_by_value_before_its_first_use_is_decided_where_it_is_loaded(
+    tmp_path: pathlib.Path,
+) -> None:
+    """cloudpickle pickles its `__init__` (still deciding) before its record (which decides,
+    and carries the decided `__init__`, which the pickled one calls where it is loaded)."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    module = define(UNPICKLED_BEFORE_ITS_FIRST_USE, "future import")
+    cloudpickle.register_pickle_by_value(module)  # As for `__main__` or a notebook.
+    (tmp_path / "solver.pkl").write_bytes(cloudpickle.dumps(module.Solver))
+    cloudpickle.unregister_pickle_by_value(module)
+    load = """
+import pickle, sys, warnings
+import jax, jax.numpy as jnp
+import jax_dataclasses as jdc
+solver = pickle.loads(open(sys.argv[1], "rb").read())
+print(len(jax.tree.leaves(solver(jnp.ones(2)))), solver(jnp.ones(2), 4).iters)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    solver(jnp.ones(2), iters=[1, 2])
+print([w.category.__name__ for w in caught])
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", load, str(tmp_path / "solver.pkl")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split("\n")[:2] == ["1 4", "['StaticFieldWarning']"]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_later_local_alias_named_like_a_global_is_the_local(spelling: str) -> None:
+    """By Python's scopes `Count` in the class is the function's local, bound after the class:
+    the module's `Count` must not decide the field (3.14 reads the local)."""
+    module = define(
+        """
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+
+Count = int
+
+def make():
+    @jdc.pytree_dataclass
+    class Model:
+        x: jax.Array
+        n: "Count" = 3
+
+    Count = jdc.Static[int]
+    return Model(jnp.ones(2))
+""",
+        spelling,
+    )
+    assert statics(type(module.make())) == ("n",)
+
+
+@pytest.mark.parametrize("name", ["T", "Callable", "Text"])
+def test_a_later_alias_named_like_a_typing_name_is_read_when_defined(name: str) -> None:
+    module = define(
+        f"""
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class Model:
+    x: jax.Array
+    n: {name} = 3
+
+{name} = jdc.Static[int]
+""",
+        "future import",
+    )
+    assert statics(module.Model) == ("n",)
+
+
+def test_an_axis_name_never_defined_is_an_error_naming_the_field() -> None:
+    module = define(
+        """
+import jax
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class Model:
+    w: jdc.Sharded[jax.Array, AXIS]
+""",
+        "future import",
+    )
+    with pytest.raises(jdc.ShardingDeclarationError, match=r"axes of field 'w' of Model: AXIS"):
+        module.Model(jnp.ones(2))
