@@ -21,9 +21,6 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
-import numpy as np
-from jax import Array
-
 from jax_dataclasses._codegen import make_functions, take_code
 from jax_dataclasses._construct import (
     FAILED_ATTR,
@@ -43,6 +40,11 @@ from jax_dataclasses._declarations import (
     declare,
     declaring_class,
 )
+from jax_dataclasses._defaults import (
+    hide_array_defaults,
+    refuse_numpy_defaults,
+    restore_array_defaults,
+)
 from jax_dataclasses._evolution import declared_evolution
 from jax_dataclasses._forms import NO_EVOLUTION, Evolution
 from jax_dataclasses._frozen import (
@@ -56,7 +58,7 @@ from jax_dataclasses._frozen import (
 )
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
 from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, recorded, register, tree_sources
-from jax_dataclasses._scope import Scope, class_annotations, class_scope, signature_of
+from jax_dataclasses._scope import Scope, class_scope, signature_of
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 _OPTIONS: Mapping[str, bool] = MappingProxyType(
@@ -222,18 +224,18 @@ def _run_dataclasses(cls: type, dataclass_options: dict[str, bool], own_doc: boo
     """`dataclasses.dataclass(cls, ...)`, with JAX-array defaults hidden from its mutable-default
     check (and a NumPy array default refused with our message), and without the docstring
     it would make from an `__init__` not there yet. A refused class is left as it was."""
-    hidden, stand_ins = _hide_array_defaults(cls)
+    hidden, stand_ins = hide_array_defaults(cls)
     if not own_doc:
         stand_ins["__doc__"] = _DOC_PLACEHOLDER
     _install(cls, stand_ins)
     try:
         # cast: checkers cannot pick an overload of `dataclass` for `**kwargs`.
         made = cast(type, dataclasses.dataclass(cls, **dataclass_options))
-        _refuse_numpy_defaults(made, hidden)
+        refuse_numpy_defaults(made, hidden)
     except BaseException:  # `dataclasses` (or we) refused the class: leave it as it was.
-        _install(cls, _restore_array_defaults(cls, hidden) | ({} if own_doc else {"__doc__": None}))
+        _install(cls, restore_array_defaults(cls, hidden) | ({} if own_doc else {"__doc__": None}))
         raise
-    _install(made, _restore_array_defaults(made, hidden))
+    _install(made, restore_array_defaults(made, hidden))
     return made
 
 
@@ -558,69 +560,3 @@ def _record_options(cls: type, options: dict[str, bool]) -> None:
     params.frozen = all(getattr(b, "__dataclass_params__").frozen for b in bases)  # noqa: B009
     params.init, params.repr = options["init"], options["repr"]
     params.unsafe_hash = options["unsafe_hash"]
-
-
-class _HiddenDefault:
-    """Stands in for an array default while `dataclasses` checks for mutable defaults.
-
-    JAX arrays are immutable, so one default can be shared by every instance; the standard
-    library only rejects them because they are unhashable. A NumPy array default is hidden
-    too, to be refused with a message of our own once `dataclasses` has told fields apart
-    from `ClassVar`s and `InitVar`s.
-    """
-
-    def __init__(self, array: object) -> None:
-        self.array = array
-
-
-Hidden = dict[str, tuple[object, "dataclasses.Field[object] | None"]]
-"""Each array default hidden from `dataclasses`: the array, and the user's `Field` holding it."""
-
-
-def _hide_array_defaults(cls: type) -> tuple[Hidden, dict[str, object]]:
-    """Hide each array default of `cls` from `dataclasses`: in the user's `Field`s here, and
-    in the class attributes returned (stand-ins, by name) for the caller to install."""
-    hidden: Hidden = {}
-    stand_ins: dict[str, object] = {}
-    for name in class_annotations(cls):
-        value: object = getattr(cls, name, None)  # Inherited too, as `dataclasses` reads them.
-        field = _as_field(value)
-        default: object = value if field is None else field.default
-        if isinstance(default, Array | np.ndarray):
-            stand_in = _HiddenDefault(cast(object, default))
-            hidden[name] = (stand_in.array, field)
-            if field is not None:
-                field.default = stand_in
-            else:
-                stand_ins[name] = stand_in
-    return hidden, stand_ins
-
-
-def _as_field(value: object) -> dataclasses.Field[object] | None:
-    return (
-        cast("dataclasses.Field[object]", value) if isinstance(value, dataclasses.Field) else None
-    )
-
-
-def _refuse_numpy_defaults(cls: type, hidden: Hidden) -> None:
-    for f in dataclasses.fields(cls):
-        if isinstance(hidden.get(f.name, (None,))[0], np.ndarray):
-            raise ValueError(
-                f"field {f.name!r} of {cls.__qualname__} has a NumPy array as its default, "
-                "which is mutable and would be shared by every instance. Use a JAX array "
-                f"(jnp.asarray(...)) or field(default_factory=lambda: np.array(...))."
-            )
-
-
-def _restore_array_defaults(cls: type, hidden: Hidden) -> dict[str, object]:
-    """Put the arrays back in the fields `dataclasses` made of `cls` (if it did) and the
-    user's `Field`s; the class attributes to put back (by name) are returned, to install."""
-    made: dict[str, dataclasses.Field[object]] = cls.__dict__.get("__dataclass_fields__", {})
-    attributes: dict[str, object] = {}
-    for name, (array, field) in hidden.items():
-        for holder in (field, made.get(name)):
-            if holder is not None:
-                holder.default = array
-        if isinstance(cls.__dict__.get(name), _HiddenDefault):
-            attributes[name] = array
-    return attributes

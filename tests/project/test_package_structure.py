@@ -365,3 +365,9 @@ def test_every_mechanism_is_where_the_design_note_says() -> None:
     assert len(mechanism_places()) >= 26  # The table was read.
     missing = misplaced_mechanisms()
     assert not missing, f"the mechanism table names modules the package does not have: {missing}"
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """A module holds one concept whole; past 600 lines it holds two (design §12)."""
+    sizes = {p.name: len(p.read_text().splitlines()) for p in sorted(PACKAGE.glob("*.py"))}
+    assert not {name: n for name, n in sizes.items() if n > 600}
