@@ -289,9 +289,9 @@ def _compile(
 
 class _Deferral:
     """The one deferral: names that a class's annotations used before they were defined are
-    decided at the class's first use (the generated `__init__`, flatten and keyed flatten
-    call `settle` first, as does everything that reads the declarations), read again in the
-    scope that defines the class, as it is then. Then the class is built again with the
+    decided at the class's first use (the generated `__init__`, flatten, keyed flatten and
+    unflatten call `settle` first, as does everything that reads the declarations), read
+    again in the scope that defines the class, as it is then. Then the class is built again with the
     declarations decided, and its functions take the new code in place: the same layout then
     costs what it costs any class. A field whose name is still undefined (imported under
     `TYPE_CHECKING` only) is a child, for good."""

@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import keyword
 import typing
-from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, NamedTuple, NoReturn, cast
 
@@ -304,11 +303,18 @@ class _Reader:
             return ast.literal_eval(node)
         code = compile(ast.Expression(node), f"<annotation of {self.where}>", "eval")
         try:
-            # Read-only use: `ChainMap` wants mutable mappings only for writes.
-            chained = ChainMap(*cast("tuple[dict[str, Any], ...]", self.namespaces))
-            return eval(code, {}, chained)
+            # Its names as `__getitem__` finds them (`eval` asks a namespace for nothing else).
+            return eval(code, {}, cast("Mapping[str, object]", self))
         except NameError as error:
             return Unreadable(ast.unparse(node), str(error)) if self.final else _UNDEFINED
+
+    def __getitem__(self, name: str) -> object:
+        """A name's value, for `eval` (the reader is its local namespace): found as `lookup`
+        finds it, so that a local bound later is not the module's; else a `NameError`."""
+        found, _ = self.lookup(ast.Name(name))
+        if found is _UNDEFINED:
+            raise NameError(f"name {name!r} is not defined")
+        return found
 
     # -- the outermost part --
 

@@ -215,8 +215,8 @@ def tree_sources(
     (writing `__dict__` directly is about twice as fast, but gives every instance JAX builds
     a dict of its own: 64 bytes more than a constructed one, on Python 3.11 to 3.13). Each
     function's closure variables are the same for every layout, so `take_code` can move
-    code between them. With `pending`, flatten first decides the class's pending fields and
-    then runs its code as decided (through the instance's class: no helper of its own)."""
+    code between them. With `pending`, each first decides the class's pending fields and then
+    runs its code as decided (through the class: no helper of its own)."""
     fields = children + statics
     child_values = _tuple_source([f"o.{name}" for name in children])
     aux = (
@@ -240,16 +240,21 @@ def tree_sources(
     record = f"o.__class__.{LAYOUT_ATTR}"
     flatten = f"return ({child_values}, {aux})"
     flatten_with_keys = f"return ({pairs}, {aux})"
+    unflatten = ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"]
     if pending:  # Decide, then run the code the function has once decided.
         flatten = f"{record}.settle(); return {record}.flatten(o)"
         flatten_with_keys = f"{record}.settle(); return {record}.flatten_with_keys(o)"
+        # Also unflatten: a treedef may come decided (unpickled from another process, or
+        # from a thread whose flatten took its new code first).
+        record = f"__jdc_cls.{LAYOUT_ATTR}"
+        unflatten = [f"{record}.settle()", f"return {record}.unflatten(aux, children)"]
     return [
         FunctionSource("flatten", ["o"], [flatten], {}),
         FunctionSource("flatten_with_keys", ["o"], [flatten_with_keys], {"__jdc_keys": keys}),
         FunctionSource(
             "unflatten",
             ["aux", "children"],
-            ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"],
+            unflatten,
             {"__jdc_setattr": object.__setattr__, "__jdc_new": object.__new__, "__jdc_cls": cls},
         ),
     ]

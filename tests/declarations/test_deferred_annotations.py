@@ -10,7 +10,9 @@ behaviour, the same source decorated with `dataclasses.dataclass(frozen=True)` i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import os
 import pathlib
 import re
 import subprocess
@@ -483,9 +485,10 @@ print([w.category.__name__ for w in caught])
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
-def test_a_later_local_alias_named_like_a_global_is_the_local(spelling: str) -> None:
-    """By Python's scopes `Count` in the class is the function's local, bound after the class:
-    the module's `Count` must not decide the field (3.14 reads the local)."""
+def test_a_later_local_named_like_a_global_is_the_local(spelling: str) -> None:
+    """By Python's scopes `Count` and `AXIS` in the class are the function's locals, bound
+    after the class: the module's of the same names must decide neither the static field nor
+    the sharding axis (3.14 reads the locals)."""
     module = define(
         """
 import jax
@@ -493,19 +496,49 @@ import jax.numpy as jnp
 import jax_dataclasses as jdc
 
 Count = int
+AXIS = "data"
 
 def make():
     @jdc.pytree_dataclass
     class Model:
-        x: jax.Array
+        x: "jdc.Sharded[jax.Array, AXIS]"
         n: "Count" = 3
 
     Count = jdc.Static[int]
+    AXIS = "model"
     return Model(jnp.ones(2))
 """,
         spelling,
     )
-    assert statics(type(module.make())) == ("n",)
+    model = module.make()
+    assert statics(type(model)) == ("n",)
+    assert jdc.partition_specs(model).x == jax.sharding.PartitionSpec("model")
+
+
+@pytest.mark.subprocess
+def test_a_decided_treedef_unflattens_before_the_classs_first_use(tmp_path: pathlib.Path) -> None:
+    """A treedef pickled where the class was used carries the decided static value; the
+    first use where it is loaded may be its unflatten."""
+    module_name = f"later_static_{tmp_path.name}"
+    source = "from __future__ import annotations\n" + UNPICKLED_BEFORE_ITS_FIRST_USE
+    (tmp_path / f"{module_name}.py").write_text(source)
+    program = f"""
+import pickle, sys
+import jax, jax.numpy as jnp
+from {module_name} import Solver
+if sys.argv[1] == "dump":
+    print(pickle.dumps(jax.tree.structure(Solver(jnp.ones(2), 4))).hex())
+else:
+    solver = pickle.loads(bytes.fromhex(sys.stdin.read())).unflatten([jnp.ones(2)])
+    print(solver.iters, jax.tree.leaves(solver)[0].tolist())
+"""
+    environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    run = functools.partial(
+        subprocess.run, capture_output=True, text=True, check=True, env=environment
+    )
+    dumped = run([sys.executable, "-c", program, "dump"]).stdout
+    loaded = run([sys.executable, "-c", program, "load"], input=dumped).stdout
+    assert loaded.split("\n")[0] == "4 [1.0, 1.0]"
 
 
 @pytest.mark.parametrize("name", ["T", "Callable", "Text"])

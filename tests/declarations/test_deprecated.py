@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import define
 
 import jax_dataclasses as jdc
 from jax_dataclasses._enforced_annotations import AnnotationMismatchError
@@ -340,6 +341,32 @@ def test_metadata_resolves_where_the_class_is_defined() -> None:
     assert Local(jnp.zeros((2, size))).get_batch_axes() == (2,)
     with raises_mismatch("field 'x' of", "Local", "has shape (2,)"):
         Local(jnp.zeros(2))
+
+
+def test_a_plain_dataclass_reads_its_annotations_in_its_module_as_1x_did() -> None:
+    """1.x allowed the mixin on a plain dataclass; its annotations are read at the first
+    construction, in the class and its module (a local of the defining function is not
+    read: that function may be running again, for another class)."""
+    with pytest.warns(DeprecationWarning):
+        module = define(
+            """
+import dataclasses
+from typing import Annotated
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+
+Vec = Annotated[jax.Array, (3,), jnp.floating]
+
+@dataclasses.dataclass(frozen=True)
+class Point(jdc.EnforcedAnnotationsMixin):
+    x: Vec
+""",
+            "future import",
+        )
+    assert module.Point(jnp.zeros((2, 3))).get_batch_axes() == (2,)
+    with raises_mismatch("field 'x' of Point", "has shape (2,)"):
+        module.Point(jnp.zeros(2))
 
 
 def test_unresolvable_metadata_of_an_annotated_field_is_a_type_error() -> None:
