@@ -19,7 +19,7 @@ import dataclasses
 import re
 import types
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import jax
@@ -104,16 +104,33 @@ class _Static:
     """A value compared with `==`, as `jax.jit` compares static values."""
 
     held: object
-    """The value; a weak reference to an identity-compared one; `_ARRAY` for an array."""
+    """The value as `_held` keeps it."""
     text: str
 
-    def pair(self) -> tuple[object, str]:
-        """The value (`_GONE` when only a weak reference was kept, and it died) and its text."""
-        held = self.held
-        if isinstance(held, weakref.ref):
-            held = cast("weakref.ref[object]", held)()
-            return (_GONE if held is None else held), self.text
-        return held, self.text
+
+class _Weak:
+    """An identity-compared value, held by weak reference: equal to a `_Weak` of the same
+    object while it lives."""
+
+    __slots__ = ("ref", "text")
+
+    def __init__(self, value: object) -> None:
+        self.ref = weakref.ref(value)
+        self.text = text_of(value)
+
+    def __eq__(self, other: object) -> bool:
+        alive = self.ref()
+        return isinstance(other, _Weak) and alive is not None and alive is other.ref()
+
+
+class _Array:
+    """An array in a static value, as its summary: equal to nothing (`==` on arrays never
+    finds a compilation)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: object) -> None:
+        self.text = f"array {array_summary(value)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +151,6 @@ class Call:
 
 
 Record = _Leaf | _Static | _Node
-_ARRAY = object()
 _GONE = object()
 _SCALARS: Mapping[type, type] = types.MappingProxyType(
     {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
@@ -151,12 +167,11 @@ def record(tree: object) -> Record:
     layout = layout_of(cls)
     if layout is not None:
         pairs, aux = layout.flatten_with_keys(tree)
-        values = () if not layout.statics else (aux,) if len(layout.statics) == 1 else aux
-        statics = tuple((f".{n}", static(v)) for n, v in zip(layout.statics, values, strict=True))
+        values = zip(layout.statics, layout.static_values(aux), strict=True)
+        statics = tuple((f".{name}", static(value)) for name, value in values)
         keyed = [(keystr((key,)), child) for key, child in pairs]
-    else:
-        aux = children[1]
-        statics = () if aux is None else (("", static(aux)),)
+    else:  # Another library's node (or a container): its aux data as one value.
+        statics = (("", static(children[1])),)
         keyed = [(keystr(path), child) for path, child in keyed_level(tree)[0]]
     return _Node(cls, statics, tuple((key, record(child)) for key, child in keyed))
 
@@ -182,16 +197,50 @@ def _leaf(value: object) -> _Leaf | _Static:
 
 
 def static(value: object) -> _Static:
-    """A static value as kept in a record: by value, or by weak reference when it compares by
-    identity (so that keeping the record does not keep it alive), or as its summary when it
-    is an array."""
+    """A static value as kept in a record (`_held`), with its text."""
+    held = _held(value)
+    return _Static(held, held.text if isinstance(held, _Array) else text_of(value))
+
+
+def _held(value: object) -> object:
+    """`value` as a record keeps it, so that keeping the record keeps no array or object alive
+    that `jax.jit` would let go of: an array as its summary (`_Array`), an identity-compared
+    object by weak reference (`_Weak`), the items of tuples, lists and dicts likewise; any
+    other value as it is."""
     if _is_array(value):
-        return _Static(_ARRAY, f"array {array_summary(value)}")
-    held: object = value
+        return _Array(value)
+    items = _items_mapped(value, _held)
+    if items is not _GONE:
+        return items
     if _by_identity(value):
         with contextlib.suppress(TypeError):  # Not weakly referable: kept, as jax.jit keeps it.
-            held = weakref.ref(value)
-    return _Static(held, text_of(value))
+            return _Weak(value)
+    return value
+
+
+def _live(held: object) -> object:
+    """The value `held` stands for (`_held` undone): `_GONE` for an object no longer alive,
+    an `_Array` for an array."""
+    if isinstance(held, _Weak):
+        alive = held.ref()
+        return _GONE if alive is None else alive
+    items = _items_mapped(held, _live)
+    return held if items is _GONE else items
+
+
+def _items_mapped(value: object, function: Callable[[object], object]) -> object:
+    """A dict, list, tuple or named tuple of `function` of each item; `_GONE` for any other
+    value (and a named tuple with a constructor of its own)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: function(v) for k, v in cast("dict[object, object]", value).items()}
+    if kind is list or kind is tuple:
+        mapped = [function(item) for item in cast("Sequence[object]", value)]
+        return mapped if kind is list else tuple(mapped)
+    if isinstance(value, tuple) and hasattr(kind, "_make"):  # A named tuple.
+        with contextlib.suppress(Exception):
+            return cast(Any, kind)._make(map(function, cast("Sequence[object]", value)))
+    return _GONE
 
 
 def _is_array(value: object) -> bool:
@@ -203,14 +252,18 @@ def _by_identity(value: object) -> bool:
     return type(value).__eq__ is object.__eq__ and not isinstance(value, type)
 
 
-def text_of(value: object) -> str:
-    """A value in a few words, without memory addresses (which differ on every run)."""
+def text_of(value: object, limit: int = 80) -> str:
+    """A value in a few words (at most `limit` characters), without memory addresses (which
+    differ on every run)."""
     if isinstance(value, types.FunctionType):
         return f"<function {value.__qualname__}>"
     if _by_identity(value) and type(value).__repr__ is object.__repr__:
         return f"<{type(value).__qualname__} object>"
-    text = _ADDRESS.sub("", repr(value))
-    return text if len(text) <= 80 else text[:77] + "..."
+    try:
+        text = _ADDRESS.sub("", repr(value))
+    except Exception:  # A repr that fails: a report must not.
+        return f"<{type(value).__qualname__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- the comparison ------------------------------------------------------------------------
@@ -290,7 +343,7 @@ class _Comparison:
         if isinstance(old, _Leaf) and isinstance(new, _Leaf):
             self._leaves(path, old, new)
         elif isinstance(old, _Static) and isinstance(new, _Static):
-            self._values(path, kind, old.pair(), new.pair())
+            self._values(path, kind, old, new)
         elif isinstance(old, _Node) and isinstance(new, _Node) and old.cls is new.cls:
             self._nodes(path, old, new)
         elif isinstance(old, _Node) and isinstance(new, _Node) and _NONE not in (old.cls, new.cls):
@@ -314,9 +367,9 @@ class _Comparison:
             and new.sharding is not None
             and not _same(old.sharding, new.sharding)
         ):
-            same_text = old.text == new.text  # Not a NamedSharding: say which sharding.
-            before = text_of(old.sharding) if same_text else old.text
-            after = text_of(new.sharding) if same_text else new.text
+            before, after = old.text, new.text
+            if before == after:  # Not told apart by the summary: say which sharding.
+                before, after = _sharding_texts(old.sharding, new.sharding)
             self._add(path, "sharding", before, after)
         elif (
             old.number is not None and new.number is not None and not _same(old.number, new.number)
@@ -333,26 +386,25 @@ class _Comparison:
         else:
             for (name, before), (_, after) in zip(old.statics, new.statics, strict=True):
                 kind = "static field" if name else "metadata"
-                self._values(path + name, kind, before.pair(), after.pair())
+                self._values(path + name, kind, before, after)
         olds = dict(old.children)
         for key, after_item in new.children:
             if key in olds:
                 self.tree(path + key, olds[key], after_item)
 
-    def _values(
-        self, path: str, kind: str, old: tuple[object, str], new: tuple[object, str]
-    ) -> None:
-        """Two static values (each with its text); where they are containers of the same
-        keys, at the items that differ (`.hparams['schedule']`). Another library's aux data is
-        one value: its parts have no names."""
-        if _same(old[0], new[0]):
+    def _values(self, path: str, kind: str, old: _Static, new: _Static) -> None:
+        """Two static values; where they are containers of the same keys, at the items that
+        differ (`.hparams['schedule']`). Another library's aux data is one value: its parts
+        have no names."""
+        if _same(old.held, new.held):
             return
-        parts = None if kind == "metadata" else _parts(old[0], new[0])
+        parts = None if kind == "metadata" else _parts(old.held, new.held)
         if parts is None:
-            self._add(path, kind, old[1], new[1], _never_equal(old, new))
+            self._add(path, kind, old.text, new.text, _never_equal(old, new))
             return
         for key, before, after in parts:
-            self._values(path + key, kind, (before, text_of(before)), (after, text_of(after)))
+            items = (_Static(held, _held_text(held)) for held in (before, after))
+            self._values(path + key, kind, *items)
 
 
 def _passed(how: str) -> str:
@@ -400,8 +452,6 @@ def _parts(old: object, new: object) -> list[tuple[str, object, object]] | None:
 
 def _same(old: object, new: object) -> bool:
     """`old == new` as jax.jit decides it (identity first); False where it cannot tell."""
-    if any(value is _ARRAY or value is _GONE for value in (old, new)):
-        return False
     if old is new:
         return True
     try:
@@ -410,16 +460,16 @@ def _same(old: object, new: object) -> bool:
         return False
 
 
-def _never_equal(old: tuple[object, str], new: tuple[object, str]) -> str:
-    """Why a static value (with its text), which replaced `old` and compares unequal to it,
-    may never hit the cache, and the fix; empty for a plain change of value."""
-    value = new[0]
-    if value is _ARRAY:
+def _never_equal(old: _Static, new: _Static) -> str:
+    """Why a static value, which replaced `old` and compares unequal to it, may never hit the
+    cache, and the fix; empty for a plain change of value."""
+    if isinstance(new.held, _Array) or _holds_array(new.held):
         return (
             "an array as a static value is compared with ==, which raises or never matches: "
             "store a tuple (tuple(array.tolist())) or make the field a child"
         )
-    again = old[1] == new[1]  # The same function or class, by name (the old one may be gone).
+    value = _live(new.held)
+    again = old.text == new.text  # The same function or class, by name (the old may be gone).
     if isinstance(value, types.FunctionType):
         return _PER_CALL if again else ""
     nan = _nan(value)
@@ -483,3 +533,32 @@ def local_name(qualname: str) -> str:
     """A qualified name without the functions that define it (`Layer.apply`, not
     `main.<locals>.Layer.apply`)."""
     return qualname.rpartition("<locals>.")[2]
+
+
+def _held_text(held: object) -> str:
+    if isinstance(held, _Weak | _Array):
+        return held.text
+    return text_of(_live(held))
+
+
+def _holds_array(held: object) -> bool:
+    """Whether a held container holds an array, at any depth."""
+    if isinstance(held, dict):
+        return any(map(_holds_array, cast("dict[object, object]", held).values()))
+    if isinstance(held, list | tuple):
+        return any(map(_holds_array, cast("Sequence[object]", held)))
+    return isinstance(held, _Array)
+
+
+def _sharding_texts(old: object, new: object) -> tuple[str, str]:
+    """Two shardings whose summaries are the same, told apart: their texts in full, and the
+    devices they are on if those are what differs."""
+    before, after = text_of(old, limit=1000), text_of(new, limit=1000)
+    if before == after:
+        devices = [sorted(getattr(d, "id", -1) for d in _device_set(s)) for s in (old, new)]
+        before, after = (f"{before} on devices {ids}" for ids in devices)
+    return before, after
+
+
+def _device_set(sharding: object) -> Iterable[object]:
+    return cast("Iterable[object]", getattr(sharding, "device_set", ()))

@@ -254,7 +254,7 @@ def _store(cls: type, aux: object, codecs: Mapping[str, _Codec]) -> bytes:
     values, each checked to come back as itself."""
     layout = _layout(cls)
     statics: dict[str, object] = {}
-    for field, value in zip(layout.statics, _aux_values(layout, aux), strict=True):
+    for field, value in zip(layout.statics, layout.static_values(aux), strict=True):
         codec = codecs.get(field)
         stored = _encode_field(cls, field, value, codec)
         back = _decode(json.loads(json.dumps(stored)), cls, field)  # New objects, as loaded.
@@ -339,13 +339,6 @@ def _layout(cls: type) -> Layout:
     """The current layout of a class `register_export` accepted (read at each use: a class
     whose annotations named something not yet defined may have settled since)."""
     return cast(Layout, layout_of(cls))  # register_export checked it; it stays registered.
-
-
-def _aux_values(layout: Layout, aux: object) -> tuple[object, ...]:
-    """The static values of one node, from its aux data in `Layout`'s form."""
-    if not layout.statics:
-        return ()
-    return (aux,) if len(layout.statics) == 1 else aux  # type: ignore[return-value]  # A tuple.
 
 
 def _encode(value: Any) -> object:

@@ -187,6 +187,7 @@ class _Explained:
         self._report = report
         self._static = (static_argnums, static_argnames)
         self._history: list[tuple[Call, int]] = []
+        self._names = _parameter_names(jitted)
         self._lock = threading.Lock()
         self.traces = 0
         self.compilations = 0
@@ -199,7 +200,15 @@ class _Explained:
         finally:
             _SEEN.reset(token)
         if seen:
-            self._compiled(_TRACE in seen, args, kwargs)
+            try:
+                self._compiled(_TRACE in seen, args, kwargs)
+            except Exception as error:  # Our bug, or a user's value we cannot read: the
+                # call has run, and its result is the user's.
+                warn_at_user(
+                    f"explain_recompiles could not explain why {self._name} compiled again: "
+                    f"{type(error).__name__}: {error}",
+                    RecompileWarning,
+                )
         return result
 
     def __get__(self, instance: object, owner: type | None = None) -> Any:
@@ -240,13 +249,7 @@ class _Explained:
     def _record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
         """The call's arguments by name (a parameter's, `args[i]` past them), each as passed;
         a static argument as its value."""
-        try:
-            params = list(inspect.signature(self._jitted).parameters.values())
-        except (TypeError, ValueError):
-            params = []
-        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        positional = [p.name for p in params if p.kind in kinds]
-        star = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), "args")
+        positional, star = self._names
         argnums, argnames = self._static
         arguments: list[tuple[str, str, Record]] = []
         for index, value in enumerate(args):
@@ -256,6 +259,17 @@ class _Explained:
         for key, value in kwargs.items():
             arguments.append((key, "by keyword", (static if key in argnames else record)(value)))
         return Call(tuple(arguments))
+
+
+def _parameter_names(function: Callable[..., Any]) -> tuple[list[str], str]:
+    """The names of `function`'s positional parameters, and of its `*args` ("args" if none)."""
+    try:
+        params = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p.name for p in params if p.kind in kinds]
+    return positional, next((p.name for p in params if p.kind is p.VAR_POSITIONAL), "args")
 
 
 def _distance(found: tuple[JitDiff, int]) -> tuple[int, int, int]:

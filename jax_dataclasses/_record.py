@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from jax import tree_util
 
@@ -116,6 +116,12 @@ class Layout:
     def declaration(self, name: str) -> Declaration:
         return self._by_name[name]
 
+    def static_values(self, aux: object) -> tuple[object, ...]:
+        """The static values of one instance, in `statics` order, from its aux data."""
+        if not self.statics:
+            return ()
+        return (aux,) if len(self.statics) == 1 else cast("tuple[object, ...]", aux)
+
     def __reduce__(self) -> tuple[object, ...]:
         """A class that cloudpickle copies by value (defined in `__main__`, a notebook or a
         function) carries its layout as an attribute: unpickling it registers the rebuilt
@@ -146,13 +152,11 @@ def layout_of(cls: type) -> Layout | None:
     declarations for good. Read from the class's own namespace (a subclass does not inherit
     it, and the `slots=True` copy that `dataclasses` makes of a class carries the original's,
     which is not its own)."""
-    layout: Layout | None = cls.__dict__.get(LAYOUT_ATTR)
-    if layout is None or layout.cls is not cls:
-        return None
-    if layout._settle is None:  # pyright: ignore[reportPrivateUsage]  # Its own class.
-        return layout
-    layout.settle()
-    return recorded(cls)
+    layout = recorded(cls)
+    if layout is not None and layout.pending:
+        layout.settle()
+        layout = recorded(cls)
+    return layout
 
 
 def recorded(cls: type) -> Layout | None:

@@ -8,6 +8,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -54,3 +55,18 @@ def test_another_device_compiles_without_tracing() -> None:
     assert report.startswith("jax.jit compiled <lambda> again (1 trace, 2 compilations); ")
     assert report.splitlines()[1].startswith("  x: SingleDeviceSharding(device=CpuDevice(id=0)")
     assert (step.traces, step.compilations) == (1, 2)  # type: ignore[attr-defined]
+
+
+def test_the_same_spec_on_other_devices() -> None:
+    """Shardings whose summaries and texts are the same are told apart by their devices."""
+    first, second = (
+        jax.sharding.Mesh(np.array(jax.devices()[start : start + 4]), ("data",))
+        for start in (0, 4)
+    )
+    (change,) = jdc.jit_diff(
+        jax.device_put(jnp.ones(8), NamedSharding(first, P("data"))),
+        jax.device_put(jnp.ones(8), NamedSharding(second, P("data"))),
+    )
+    assert change.kind == "sharding"
+    assert change.before.endswith("on devices [0, 1, 2, 3]"), change.before
+    assert change.after.endswith("on devices [4, 5, 6, 7]"), change.after

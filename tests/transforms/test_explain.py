@@ -292,6 +292,17 @@ class TestJitDiff:
         pair = [Activation(jnp.ones(2), optax.sgd(0.1)) for _ in range(2)]
         assert [change.path for change in jdc.jit_diff(*pair)] == [".fn.init", ".fn.update"]
 
+    def test_another_librarys_aux_data_that_was_none(self) -> None:
+        (change,) = jdc.jit_diff([Custom(jnp.ones(2), None)], [Custom(jnp.ones(2), "x")])
+        assert str(change) == "[0]: None → 'x' (metadata)"
+
+    def test_an_array_inside_a_static_tuple(self) -> None:
+        before = Activation(jnp.ones(2), (np.ones(2), 1))
+        after = Activation(jnp.ones(2), (np.ones(2), 1))
+        (change,) = jdc.jit_diff(before, after)
+        assert change.path == ".fn[0]" and change.kind == "static field"
+        assert change.before == "array f64[2]" and "array as a static" in change.fix
+
     def test_a_different_but_plain_value_has_no_fix(self) -> None:
         (change,) = jdc.jit_diff(Activation(jnp.ones(2), "relu"), Activation(jnp.ones(2), "gelu"))
         assert change.fix == "" and str(change) == ".fn: 'relu' → 'gelu' (static field)"
@@ -429,22 +440,59 @@ class TestReports:
         assert repr(step).startswith("<explain_recompiles of <PjitFunction of <function")
 
     @staticmethod
-    def kept_alive(step: Any) -> tuple[bool, bool]:
-        """Whether an argument's array, and an identity-compared static value, outlive two
-        calls of `step` (that compiled) and the clearing of JAX's caches."""
+    def kept_alive(step: Any, inside: bool) -> tuple[bool, bool]:
+        """Whether an argument's array, and an identity-compared static value (`inside` a
+        static tuple, with an array), outlive two calls of `step` (that compiled) and the
+        clearing of JAX's caches."""
         w, config = jnp.ones(3), Config(0.1)
         array, static = weakref.ref(w), weakref.ref(config)
+        value = (config, np.ones(1000)) if inside else config
         with quiet():
-            recompile_reports(step, (Activation(w, config),), (Activation(jnp.ones(4)),))
-        del w, config
+            recompile_reports(step, (Activation(w, value),), (Activation(jnp.ones(4)),))
+        del w, config, value
         jax.clear_caches()  # JAX's own caches keep static values until then.
         gc.collect()
         return array() is not None, static() is not None
 
-    def test_keeps_no_array_or_static_value_alive(self) -> None:
-        jax_keeps = self.kept_alive(jax.jit(lambda tree: tree))  # jax 0.4.36 keeps the static.
-        assert self.kept_alive(jdc.explain_recompiles(jax.jit(lambda tree: tree))) == jax_keeps
+    @pytest.mark.parametrize("inside", [False, True], ids=["alone", "inside a tuple"])
+    def test_keeps_no_array_or_static_value_alive(self, inside: bool) -> None:
+        jax_keeps = self.kept_alive(jax.jit(lambda tree: tree), inside)  # 0.4.36 keeps statics.
+        explained = jdc.explain_recompiles(jax.jit(lambda tree: tree))
+        assert self.kept_alive(explained, inside) == jax_keeps
         assert jax_keeps[0] is False
+
+    def test_a_value_that_cannot_print(self) -> None:
+        class Unprintable:
+            def __eq__(self, other: object) -> bool:
+                return False
+
+            def __hash__(self) -> int:
+                return 0
+
+            def __repr__(self) -> str:
+                raise RuntimeError("no repr")
+
+        step = jdc.explain_recompiles(jax.jit(lambda a: a.x))
+        calls = [(Activation(jnp.ones(1), Unprintable()),) for _ in range(2)]
+        (report,) = recompile_reports(step, *calls)
+        unprintable = "<TestReports.test_a_value_that_cannot_print.<locals>.Unprintable object>"
+        assert report.splitlines()[1] == f"  a.fn: {unprintable} → {unprintable} (static field)"
+
+    def test_a_report_that_fails_does_not_fail_the_call(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        def broken(tree: object) -> None:
+            raise RuntimeError("a bug in the report")
+
+        step = jdc.explain_recompiles(jax.jit(lambda x: x + 1))
+        step(jnp.ones(1))
+        monkeypatch.setattr("jax_dataclasses._recompiles.record", broken)
+        with pytest.warns(jdc.RecompileWarning) as caught:
+            assert step(jnp.ones(2)).tolist() == [2.0, 2.0]
+        assert str(caught[0].message) == (
+            "explain_recompiles could not explain why <lambda> compiled again: RuntimeError: a "
+            "bug in the report"
+        )
 
     def test_a_training_loop_that_compiles_every_step(self) -> None:
         """The optimizer (a static field) is made anew for each step: its functions compare
