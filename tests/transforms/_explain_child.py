@@ -60,8 +60,7 @@ def test_another_device_compiles_without_tracing() -> None:
 def test_the_same_spec_on_other_devices() -> None:
     """Shardings whose summaries and texts are the same are told apart by their devices."""
     first, second = (
-        jax.sharding.Mesh(np.array(jax.devices()[start : start + 4]), ("data",))
-        for start in (0, 4)
+        jax.sharding.Mesh(np.array(jax.devices()[start : start + 4]), ("data",)) for start in (0, 4)
     )
     (change,) = jdc.jit_diff(
         jax.device_put(jnp.ones(8), NamedSharding(first, P("data"))),
