@@ -544,8 +544,8 @@ def _dataclass_options(cls: type, options: dict[str, bool]) -> dict[str, bool]:
     )
     # Frozen to `dataclasses` where a base is a frozen dataclass (it refuses to mix frozen and
     # not); never where a base is a non-frozen one (likewise): our `__setattr__` freezes.
-    bases = [base for base in cls.__mro__[1:] if "__dataclass_fields__" in base.__dict__]
-    frozen = bool(bases) and all(getattr(b, "__dataclass_params__").frozen for b in bases)  # noqa: B009
+    bases = _frozen_bases(cls)
+    frozen = bool(bases) and all(bases)
     # Hash like a frozen dataclass (by fields) unless the class brings its own.
     unsafe_hash = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
     return dict(options, init=False, frozen=frozen, unsafe_hash=unsafe_hash, repr=False)
@@ -556,7 +556,15 @@ def _record_options(cls: type, options: dict[str, bool]) -> None:
     base is a non-frozen dataclass (as `dataclasses` would have made it: a frozen plain
     dataclass may subclass it)."""
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
-    bases = [base for base in cls.__mro__[1:] if "__dataclass_fields__" in base.__dict__]
-    params.frozen = all(getattr(b, "__dataclass_params__").frozen for b in bases)  # noqa: B009
+    params.frozen = all(_frozen_bases(cls))
     params.init, params.repr = options["init"], options["repr"]
     params.unsafe_hash = options["unsafe_hash"]
+
+
+def _frozen_bases(cls: type) -> list[bool]:
+    """Whether each dataclass among the bases of `cls` is frozen."""
+    return [
+        base.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        for base in cls.__mro__[1:]
+        if "__dataclass_fields__" in base.__dict__
+    ]

@@ -502,8 +502,8 @@ def failed_init(cls: type, error: Exception, own: object) -> Callable[..., None]
     `__init__`, for it)."""
     message = (
         f"{cls.__qualname__} could not be made a pytree dataclass when it was created: "
-        f"{str(error).rstrip('.')}. Decorate it with @jdc.pytree_dataclass(...) and the options it needs, or "
-        "give them as class keywords (class Sub(Base, kw_only=True))."
+        f"{str(error).rstrip('.')}. Decorate it with @jdc.pytree_dataclass(...) and the "
+        "options it needs, or give them as class keywords (class Sub(Base, kw_only=True))."
     )
 
     def __init__(self: object, *args: object, **kwargs: object) -> None:

@@ -8,8 +8,9 @@ the class is decorated, and every feature reads the `Declaration`s stored with t
 `Static[Later]` works while `Later` is not defined, and `Static`, `Sharded` or `Frozen`
 anywhere else (`Optional[Static[int]]`) is an error, never a silently dynamic, replicated or
 trained value. Strings are read, not evaluated as a whole: each dotted name is looked up in
-the `Scope` that defines the class, `Literal` values and metadata are values. An annotation whose outermost part names something not defined yet is `pending`:
-the builder reads it again at the class's first use (`Pending.decide`).
+the `Scope` that defines the class, `Literal` values and metadata are values. An annotation
+whose outermost part names something not defined yet is `pending`: the builder reads it again
+at the class's first use (`Pending.decide`).
 """
 
 from __future__ import annotations

@@ -208,9 +208,10 @@ def _fit(layout: Layout, state: Mapping[str, object], where: str) -> tuple[Match
     if any(key in layout.statics for key in found.unknown):
         hint = " Static fields are not stored: they are taken from the target."
     return found, (
-        f"the state dict for {cls} at path {where!r} has {' and '.join(problems)}; {cls} stores the fields "
-        f"{names(layout.children)}. Restore into a target of the class the state was saved "
-        f"from, or declare how {cls} changed ({EVOLUTION_ATTR} = jdc.Evolution(...)).{hint}"
+        f"the state dict for {cls} at path {where!r} has {' and '.join(problems)}; {cls} "
+        f"stores the fields {names(layout.children)}. Restore into a target of the class the "
+        f"state was saved from, or declare how {cls} changed ({EVOLUTION_ATTR} = "
+        f"jdc.Evolution(...)).{hint}"
     )
 
 
