@@ -265,14 +265,20 @@ def _metadata_tree(saved: Any) -> Any:
     return getattr(item, "tree", item)
 
 
-def _entries(saved: Any) -> dict[str, Any] | None:
-    """A saved node's entries by name (a list's by index, as strings); None for a leaf."""
+def entries_of(saved: Any) -> dict[str, Any] | None:
+    """A saved node's entries by the names flax and orbax store them under: a dict's by key, a
+    named tuple's by field name, a list's or tuple's by index (as strings); None for a leaf."""
     if saved is None:
         return {}
     if isinstance(saved, Mapping):
         return {str(key): value for key, value in cast("Mapping[object, Any]", saved).items()}
     if isinstance(saved, list | tuple):
-        return {str(i): value for i, value in enumerate(cast(Sequence[Any], saved))}
+        items = cast("Sequence[object]", saved)
+        fields: object = getattr(items, "_fields", None)
+        if isinstance(fields, tuple):  # A named tuple (an optax state).
+            keys = [str(name) for name in cast("tuple[object, ...]", fields)]
+            return dict(zip(keys, items, strict=True))
+        return {str(i): value for i, value in enumerate(items)}
     return None
 
 
@@ -313,7 +319,7 @@ class _Walk:
 
     def layout(self, target: Any, saved: Any, path: KeyPath) -> Any:
         layout = layout_of(type_of(target))
-        entries = _entries(saved)
+        entries = entries_of(saved)
         if layout is not None:
             return self.dataclass(layout, target, saved, entries, path)
         if target is None or not is_node(target):
@@ -438,21 +444,19 @@ def _placeholder(meta: Any) -> Any:
 
 def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
     layout = layout_of(type_of(target))
-    entries = _entries(restored)
+    entries = entries_of(restored)
     where = keystr(path) or "(the root)"
     if layout is not None:
         if entries is None:
             raise ValueError(
                 f"cannot rebuild the {layout.cls.__qualname__} at key path {where}: restored holds "
-                f"{_kind(restored)} there, not the dict jdc.saved_layout gives it. Restore into "
-                "jdc.saved_layout(target, metadata), and pass the same target here."
+                f"{_kind(restored)} there, not the dict jdc.saved_layout gives it. {_SAME_TARGET}"
             )
         found = match(layout, entries.keys())
         if found.missing or found.unknown or found.ambiguous:
             raise ValueError(
                 f"cannot rebuild the {layout.cls.__qualname__} at key path {where}: restored has "
-                f"{' and '.join(found.problems())}. Restore into jdc.saved_layout(target, "
-                "metadata), and pass the same target here."
+                f"{' and '.join(found.problems())}. {_SAME_TARGET}"
             )
         values = {
             field: _restore(getattr(target, field), entries[key], (*path, GetAttrKey(field)))
@@ -462,12 +466,28 @@ def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
             values[field] = _placed(default_of(layout.cls, field), getattr(target, field))
         children = tuple(values[name] for name in layout.children)
         return layout.unflatten(layout.flatten(target)[1], children)
-    if target is None or not is_node(target) or entries is None:
+    if target is None or not is_node(target):  # A leaf: what was restored into it.
+        if entries is not None and not (target is None and entries == {}):
+            raise ValueError(
+                f"cannot rebuild the tree at key path {where}: restored holds "
+                f"{_kind(restored)} where the target has {_kind(target)}. {_SAME_TARGET}"
+            )
         return restored
     keyed, structure = keyed_level(target)
+    wanted = {_name(key): (key, child) for (key, *_), child in keyed}
+    if entries is None or entries.keys() != wanted.keys():
+        held = _kind(restored) if entries is None else f"the entries {names(list(entries))}"
+        raise ValueError(
+            f"cannot rebuild the {type_of(target).__qualname__} at key path {where}: restored "
+            f"holds {held} where the target has the entries {names(list(wanted))}. "
+            f"{_SAME_TARGET}"
+        )
     return structure.unflatten(
-        _restore(child, entries.get(_name(key)), (*path, key)) for (key, *_), child in keyed
+        _restore(child, entries[name], (*path, key)) for name, (key, child) in wanted.items()
     )
+
+
+_SAME_TARGET = "Restore into jdc.saved_layout(target, metadata), and pass the same target here."
 
 
 def _placed(default: Any, target: Any) -> Any:

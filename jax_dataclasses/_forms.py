@@ -14,6 +14,7 @@ import dataclasses
 import enum
 import warnings
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, NoReturn, TypeAlias, TypeVar, cast, final
 
 T = TypeVar("T")
@@ -359,7 +360,7 @@ class Evolution:
         given = dict(renamed or {})
         pairs = {new: _names(old, f"renamed[{new!r}]") for new, old in given.items()}
         object.__setattr__(self, "added", _names(added, "added"))
-        object.__setattr__(self, "renamed", pairs)
+        object.__setattr__(self, "renamed", MappingProxyType(pairs))
         object.__setattr__(self, "removed", _names(removed, "removed"))
         _names(pairs, "renamed")
 
@@ -368,7 +369,8 @@ class Evolution:
 
     def __repr__(self) -> str:
         return (
-            f"Evolution(added={self.added!r}, renamed={self.renamed!r}, removed={self.removed!r})"
+            f"Evolution(added={self.added!r}, renamed={dict(self.renamed)!r}, "
+            f"removed={self.removed!r})"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -20,7 +20,8 @@ import functools
 import importlib
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
+from contextvars import ContextVar
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
@@ -28,7 +29,7 @@ import numpy as np
 from jax import Array, tree_util
 from jax.tree_util import GetAttrKey
 
-from jax_dataclasses._evolution import Match, default_of, match, names
+from jax_dataclasses._evolution import Match, default_of, entries_of, match, names
 from jax_dataclasses._forms import EVOLUTION_ATTR
 from jax_dataclasses._record import Layout, layout_of, on_register
 from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
@@ -159,15 +160,39 @@ def _from_state_dict(flax: _FlaxSerialization, target: object, state: object) ->
     pairs them) and its static fields kept. Every problem in the subtree is raised at once."""
     layout = _layout(target)
     where = flax.current_path()
-    problems = _problems(target, state, where)
-    if problems:
-        if len(problems) == 1:
-            raise ValueError(problems[0])
-        raise ValueError(
-            f"the state dict does not fit the {layout.cls.__qualname__} at path {where!r}: "
-            f"{len(problems)} problems:\n" + "\n".join(f"- {problem}" for problem in problems)
-        )
-    state = cast(Mapping[str, object], state)
+    token = None
+    if id(target) not in _CHECKED.get():  # The outermost of our classes: check its subtree.
+        walked: set[int] = set()
+        problems = _problems(target, state, where, walked)
+        if problems:
+            if len(problems) == 1:
+                raise ValueError(problems[0])
+            raise ValueError(
+                f"the state dict does not fit the {layout.cls.__qualname__} at path {where!r}: "
+                f"{len(problems)} problems:\n" + "\n".join(f"- {problem}" for problem in problems)
+            )
+        token = _CHECKED.set(walked)
+    try:
+        return _restored(flax, layout, target, cast(Mapping[str, object], state), where)
+    finally:
+        if token is not None:
+            _CHECKED.reset(token)
+
+
+_CHECKED: ContextVar[Set[int]] = ContextVar("_CHECKED", default=frozenset())
+"""The targets (by `id`) whose state a restore in progress has checked already, with the
+subtree of the outermost of our classes it restores: each is checked once, not once more by
+each class above it."""
+
+
+def _restored(
+    flax: _FlaxSerialization,
+    layout: Layout,
+    target: object,
+    state: Mapping[str, object],
+    where: str,
+) -> object:
+    """`target` with its children restored from `state`, which fits it."""
     found = _fit(layout, state, where)[0]
     taken = dict(found.taken)
     children: list[object] = []
@@ -215,13 +240,15 @@ def _fit(layout: Layout, state: Mapping[str, object], where: str) -> tuple[Match
     )
 
 
-def _problems(target: object, state: object, where: str) -> list[str]:
+def _problems(target: object, state: object, where: str, walked: set[int]) -> list[str]:
     """Every problem restoring `target` from `state` would meet, at flax path `where`: in each
     pytree dataclass (missing, unknown and ambiguous fields; a leaf where it is expected, a
     subtree where an array is), through the containers flax restores (dicts, lists, tuples,
-    named tuples). Like flax, other shapes and dtypes than the target's are fine."""
+    named tuples). Like flax, other shapes and dtypes than the target's are fine. Each pytree
+    dataclass checked is added to `walked`."""
     layout = layout_of(type_of(target))
     if layout is not None:
+        walked.add(id(target))
         cls = layout.cls.__qualname__
         if not isinstance(state, Mapping):
             return [
@@ -241,32 +268,18 @@ def _problems(target: object, state: object, where: str) -> list[str]:
                     "does not have the target's structure (a subtree where a leaf is expected)."
                 )
             else:
-                problems += _problems(child, saved, f"{where}/{key}")
+                problems += _problems(child, saved, f"{where}/{key}", walked)
         return problems
-    items = _container_items(target)
+    items = entries_of(target) if isinstance(target, dict | list | tuple) else None
     if items is None or not isinstance(state, Mapping):
         return []  # A leaf, or a node flax restores in its own way.
     state = cast(Mapping[str, object], state)
     return [
         problem
-        for key, child in items
+        for key, child in items.items()
         if key in state
-        for problem in _problems(child, state[key], f"{where}/{key}")
+        for problem in _problems(child, state[key], f"{where}/{key}", walked)
     ]
-
-
-def _container_items(node: object) -> list[tuple[str, object]] | None:
-    """The children of a container that flax restores itself (a dict, list, tuple or named
-    tuple), under the keys of its state dict; None for any other value."""
-    if isinstance(node, dict):
-        return [(str(k), v) for k, v in cast("dict[object, object]", node).items()]
-    fields: object = getattr(node, "_fields", None)
-    if isinstance(node, tuple) and isinstance(fields, tuple):  # A named tuple: by field name.
-        keys = [str(name) for name in cast("tuple[object, ...]", fields)]
-        return list(zip(keys, cast("tuple[object, ...]", node), strict=True))
-    if isinstance(node, list | tuple):
-        return [(str(i), v) for i, v in enumerate(cast("Sequence[object]", node))]
-    return None
 
 
 def _rebuild(target: object, children: list[object]) -> object:

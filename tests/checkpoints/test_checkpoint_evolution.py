@@ -336,6 +336,47 @@ def test_a_positional_checkpoint_given_to_saved_layout_says_which_function_reads
         jdc.saved_layout(into, metadata)
 
 
+@pytest.mark.subprocess
+def test_an_optax_state_in_an_orbax_checkpoint(tmp_path: Path) -> None:
+    """Named tuples (optax's states) are stored by field name, and found there again."""
+    ocp = pytest.importorskip("orbax.checkpoint")
+    optax = pytest.importorskip("optax")
+    layers = [layer(DenseRenamed, "tanh")]
+    state = {"params": layers, "opt": optax.adam(1e-3).init(layers)}
+    with ocp.StandardCheckpointer() as checkpointer:
+        checkpointer.save(tmp_path / "state", state)
+        checkpointer.wait_until_finished()
+        metadata = checkpointer.metadata(tmp_path / "state")
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
+        restored = checkpointer.restore(tmp_path / "state", jdc.saved_layout(abstract, metadata))
+    back = jdc.from_saved_layout(state, restored)
+    assert jax.tree.structure(back) == jax.tree.structure(state)
+    assert back["opt"][0].mu[0].kernel.shape == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("restored", "problem"),
+    [
+        ({"layers": [{"w": np.ones((2, 3)), "b": np.ones(3), "dropout_mask": np.ones(3)}]},
+         "at key path .layers: restored holds the entries '0' where the target has the entries "
+         "'0', '1'"),
+        ({"layers": np.ones(2)},
+         "at key path .layers: restored holds an array float64[2] where the target has the "
+         "entries '0', '1'"),
+        ({"layers": [{"w": {"x": np.ones(1)}, "b": np.ones(3), "dropout_mask": np.ones(3)}] * 2},
+         "at key path .layers[0].w: restored holds a dict where the target has an array "
+         "float32[2, 3]"),
+    ],
+    ids=["a list one item short", "an array for a list", "a dict for an array"],
+)  # fmt: skip
+def test_from_saved_layout_refuses_what_saved_layout_does_not_give(
+    restored: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        jdc.from_saved_layout(target(PolicyOf, Dense), {**restored, "log_std": np.ones(2)})
+    assert problem in str(caught.value)
+
+
 # -- without files ------------------------------------------------------------------------------
 
 
@@ -476,3 +517,5 @@ def test_evolution_is_a_value() -> None:
     )
     with pytest.raises(AttributeError):
         evolution.added = ()  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        evolution.renamed["bias"] = ("b",)  # type: ignore[index]
