@@ -22,7 +22,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 import jax_dataclasses as jdc
-from jax_dataclasses._sharding import _class_declarations
+from jax_dataclasses._sharding import class_declarations
 
 RULES = {"embed": None, "mlp": "model"}
 
@@ -70,7 +70,7 @@ def main() -> None:
             f"| {size} | {per_leaf[0]:.2f} | {per_leaf[1]:.2f} | {per_leaf[2]:.2f} | "
             f"{specs / plain:.1f}x |"
         )
-    reading = best_of(lambda: [_class_declarations(cls) for cls in (Linear, Layer)], args.rounds)
+    reading = best_of(lambda: [class_declarations(cls) for cls in (Linear, Layer)], args.rounds)
     print(f"\nreading the declarations of both classes (once per call): {1e6 * reading:.1f} µs")
 
 

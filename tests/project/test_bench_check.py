@@ -3,9 +3,12 @@ fails when it grew by more than max(its control's noise, 10%). No timing is meas
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from load_file import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,3 +46,31 @@ def test_the_recorded_figures_cover_the_core_operations() -> None:
     recorded = load_check().RECORDED.read_text()
     for name in ("flatten", "unflatten", "keyed flatten", "jit, model in", "decoration"):
         assert f'"{name}' in recorded
+
+
+BENCHMARK_RUNS = {
+    "bench_core.py": ["--rounds", "1", "--sizes", "10", "--classes", "20"],
+    "bench_copy_and_mutate.py": ["--rounds", "1", "--sizes", "10"],
+    "bench_jit.py": ["--rounds", "1", "--number", "1", "--nodes", "10"],
+    "bench_printing.py": ["--layers", "10", "--rounds", "1"],
+    "bench_sharding.py": ["--rounds", "1", "--sizes", "10"],
+    "bench_structure.py": [],
+}
+
+
+def test_every_benchmark_script_has_a_short_run() -> None:
+    scripts = {path.name for path in (ROOT / "benchmarks").glob("bench_*.py")}
+    assert scripts == BENCHMARK_RUNS.keys()
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("script", BENCHMARK_RUNS)
+def test_each_benchmark_runs(script: str) -> None:
+    """Nothing imports the benchmarks: a renamed function they time breaks only them."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *BENCHMARK_RUNS[script]],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
