@@ -24,7 +24,6 @@ from typing import Any, NamedTuple, TypeAlias, cast, overload
 
 import jax
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec
-from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._forms import ShardingDeclarationError
 from jax_dataclasses._printing import array_summary
@@ -175,13 +174,20 @@ class Report:
 
     def __init__(self) -> None:
         self.entries: dict[tuple[str, str], list[tuple[KeyPath, str]]] = {}
-        self.count = 0
+
+    @property
+    def count(self) -> int:
         """How many leaves (or classes) have a problem."""
+        return sum(map(len, self.entries.values()))
+
+    @property
+    def declarations(self) -> int:
+        """How many declarations (or places that name themselves) have a problem."""
+        return len({where or problem for where, problem in self.entries})
 
     def add(self, where: str, path: KeyPath, leaf: Any, problem: str) -> None:
         """`where`: the declaring field, or "" for a problem that names its own place."""
         self.entries.setdefault((where, problem), []).append((path, summary(leaf)))
-        self.count += 1
 
     def lines(self) -> list[str]:
         lines: list[str] = []
@@ -213,8 +219,9 @@ class Walk:
         self.rules = AxisRules.of(given.rules, given.mesh)
         self.default = default
         self.declarations: dict[type, dict[str, FieldAxes] | None] = {}
-        self.fitted: dict[tuple[object, tuple[Stacking, ...], tuple[int, ...]], Fit] = {}
-        """The fit of each declaration (or default), stacking and shape: computed once per call."""
+        self.fitted: dict[tuple[object, ...], Fit] = {}
+        """The fit of each declaration (or default), stacking, holders (named in hints) and
+        shape: computed once per call."""
         self.report = Report()
 
     def leaves(self, tree: Any) -> list[Leaf]:
@@ -223,7 +230,7 @@ class Walk:
         found: list[Leaf] = []
         self._visit(tree, (), None, (), None, (), found)
         if self.report.entries:
-            count = len(self.report.entries)
+            count = self.report.declarations
             raise ShardingDeclarationError(
                 f"{count} sharding declaration{'s do' if count > 1 else ' does'} not fit "
                 f"({self.given.header()}):\n" + "\n".join(self.report.lines())
@@ -251,16 +258,13 @@ class Walk:
                 holders = (*holders, (field, kind))
             own = self._declarations(kind, path, node)
             for (key, *_), child in keyed_children(node) if own is not None else ():
-                name = key.name if isinstance(key, GetAttrKey) else None
-                here = (kind, name) if name else None
-                declaration = own.get(name) if own and name else None
-                self._visit(child, (*path, key), declaration, stacked, here, holders, found)
+                name: str = key.name  # Our classes are keyed by field name (`GetAttrKey`).
+                declaration = own.get(name) if own is not None else None
+                self._visit(child, (*path, key), declaration, stacked, (kind, name), holders, found)
             return
-        items, _ = tree_flatten_with_path(
-            node, lambda x: x is not node and recorded(type_of(x)) is not None
-        )
+        items, _ = tree_flatten_with_path(node, lambda x: recorded(type_of(x)) is not None)
         for subpath, leaf in items:
-            if subpath and recorded(type_of(leaf)) is not None:
+            if recorded(type_of(leaf)) is not None:
                 self._visit(leaf, (*path, *subpath), declared, stacked, field, holders, found)
             else:
                 found.append(self._leaf((*path, *subpath), leaf, declared, stacked, holders))
@@ -298,14 +302,15 @@ class Walk:
                     f"default returned {asked!r}, not a PartitionSpec.",
                 )
                 return Leaf(path, leaf, REPLICATED, None)
-        fit = self.fitted.get((asked, stacked, shape))
+        key = (asked, stacked, shape) if declared is None else (asked, stacked, holders, shape)
+        fit = self.fitted.get(key)
         if fit is None:  # Layers alike: resolved and checked once per call.
             if declared is None:
                 wanted = Wanted(stacked, None, cast(PartitionSpec, asked))
             else:
                 around = tuple((_where(*f), held.__qualname__) for f, held in holders)
                 wanted = Wanted(stacked, declared.axes, REPLICATED, around)
-            fit = self.fitted[asked, stacked, shape] = self.rules.fit(wanted, shape)
+            fit = self.fitted[key] = self.rules.fit(wanted, shape)
         if fit.problems:
             where = declared.where if declared is not None else "undeclared leaf"
             for problem in fit.problems:
@@ -317,7 +322,13 @@ def summary(leaf: Any) -> str:
     """`f32[4,8]`: what a leaf is, for messages."""
     if recorded(type_of(leaf)) is not None:
         return type_of(leaf).__qualname__
-    return array_summary(leaf) if hasattr(leaf, "dtype") and hasattr(leaf, "shape") else repr(leaf)
+    return array_summary(leaf) if is_array(leaf) else repr(leaf)
+
+
+def is_array(value: object) -> bool:
+    """Whether `value` has a shape and dtype (an array, a `ShapeDtypeStruct`, a tracer): not a
+    Python scalar."""
+    return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
 def map_leaves(tree: Any, leaves: list[Leaf], make: Callable[[Leaf], Any]) -> Any:
@@ -453,7 +464,7 @@ def sharded_shapes(  # pyright: ignore[reportInconsistentOverload]  # rules: in 
 
     def shape_of(leaf: Leaf) -> Any:
         value = leaf.value
-        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        if not is_array(value):
             return value
         weak = bool(getattr(value, "weak_type", False))  # As `eval_shape` gave it.
         sharding = NamedSharding(on, leaf.spec)

@@ -19,7 +19,16 @@ from jax import core
 from jax.sharding import NamedSharding, PartitionSpec
 
 from jax_dataclasses._forms import AxisEntry, ShardingDeclarationError, is_entry
-from jax_dataclasses._sharded_trees import Given, Leaf, Report, Walk, map_leaves, resolve, summary
+from jax_dataclasses._sharded_trees import (
+    Given,
+    Leaf,
+    Report,
+    Walk,
+    is_array,
+    map_leaves,
+    resolve,
+    summary,
+)
 from jax_dataclasses._sharding import (
     REPLICATED,
     AnyMesh,
@@ -27,6 +36,7 @@ from jax_dataclasses._sharding import (
     Rules,
 )
 from jax_dataclasses._sharding_rules import AxisRules, Wanted, dims_of, show_spec, spec_from_dims
+from jax_dataclasses._tree_api import keystr
 
 T = TypeVar("T")
 _AXIS_TYPE: Any = getattr(jax.sharding, "AxisType", None)  # jax 0.5+
@@ -140,9 +150,10 @@ def _traced_mismatch(leaf: Leaf, given: Given) -> tuple[str | None, bool]:
     sharding: object = getattr(typeof(leaf.value), "sharding", None) if typeof else None
     types = dict(zip(*_axes_and_types(getattr(sharding, "mesh", None)), strict=True))
     if not isinstance(sharding, NamedSharding) or _EXPLICIT not in types.values():
+        where = leaf.declaration.where if leaf.declaration is not None else "undeclared leaf"
         raise ShardingDeclarationError(
-            f"check_shardings met a traced array whose type carries no sharding "
-            f"({given.header()}): inside jax.jit an array's sharding is part of its type only on "
+            f"check_shardings met a traced array whose type carries no sharding, {where} at "
+            f"{keystr(leaf.path) or '(the root)'} ({given.header()}): inside jax.jit an array's sharding is part of its type only on "
             "a mesh with explicit axes (jax 0.5 or newer: jax.make_mesh(..., "
             "axis_types=(AxisType.Explicit, ...)) and jax.set_mesh(mesh)). Check outside jit "
             "instead, on the concrete arrays."
@@ -262,7 +273,7 @@ def _constrain(value: Any, spec: PartitionSpec, mesh: AnyMesh) -> Any:
     """`value` constrained to `spec` on `mesh`: `reshard` along its Explicit axes, then
     `with_sharding_constraint` along its Auto ones (each refuses the other kind); Manual axes
     (inside `shard_map`) are already the blocks' own."""
-    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+    if not is_array(value):
         return value  # A Python scalar, kept as it is.
     names, types = _axes_and_types(mesh)
     if not names or _reshard is None:  # jax before explicit axes: every axis is Auto.

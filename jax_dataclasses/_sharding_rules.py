@@ -156,10 +156,17 @@ class AxisRules:
         ruled = {logical for logical, _ in self.rules or ()}
         sizes = dict(self.sizes) if self.sizes is not None else None
         assigned: list[tuple[str, ...] | None] = [None] * len(slots)
+        unknown: set[str] = set()  # Told once each, however many dimensions name them.
         for i, slot in enumerate(slots):
             if slot.name in ruled:
                 continue
-            if self.rules is not None and sizes is not None and slot.name not in sizes:
+            if (
+                self.rules is not None
+                and sizes is not None
+                and slot.name not in sizes
+                and slot.name not in unknown
+            ):
+                unknown.add(slot.name)
                 close = _close(slot.name, [*ruled, *sizes])
                 problems.append(
                     f"the logical axis {slot.name!r}{_stacked_note([slot])} is neither in the "

@@ -154,6 +154,37 @@ class TestMessages:
         )
         assert lines[2:] == ["  Also at ['opt'][0].nu[0].kernel, ['params'][0].kernel."]
 
+    def test_a_name_given_twice_is_one_declaration_with_each_problem_once(self) -> None:
+        @jdc.pytree_dataclass
+        class Twice:
+            w: jdc.Sharded[jax.Array, "hiden", "hiden"]
+
+        lines = error_text(lambda: jdc.partition_specs(Twice(jnp.ones((8, 8))), RULES, mesh=MESH))
+        lines = lines.splitlines()
+        assert lines[0].startswith("1 sharding declaration does not fit")
+        assert len(lines) == 3 and "names the axis 'hiden' on several dimensions" in lines[1]
+        assert "the logical axis 'hiden' is neither in the rules" in lines[2]
+
+    def test_a_hint_names_the_field_that_holds_its_own_leaf(self) -> None:
+        @jdc.pytree_dataclass
+        class Pair:
+            enc: Linear
+            dec: Linear
+
+        rank_3 = Linear(jnp.ones((2, 16, 8)))
+        text = error_text(lambda: jdc.partition_specs(Pair(rank_3, rank_3), RULES, mesh=MESH))
+        (enc,) = [
+            line
+            for line in text.splitlines()
+            if line.startswith("- field 'kernel' of Linear at .enc")
+        ]
+        (dec,) = [
+            line
+            for line in text.splitlines()
+            if line.startswith("- field 'kernel' of Linear at .dec")
+        ]
+        assert "field 'enc' of " in enc and "field 'dec' of " in dec
+
     def test_many_copies_are_counted(self) -> None:
         typos = [self.Typo(jnp.ones((8, 16)))] * 6
         text = error_text(lambda: jdc.partition_specs(typos, RULES, mesh=MESH))
@@ -211,6 +242,17 @@ Later = jdc.Static[jdc.Sharded[int, "batch"]]
         assert text.startswith(
             "1 sharding declaration does not fit (mesh {'data': 1, 'model': 1} from jax.set_mesh; "
             "rules {'embed': None} from jdc.sharding_rules):"
+        )
+
+    def test_a_check_under_jit_that_cannot_be_made_names_the_field(self) -> None:
+        def check(linear: Linear) -> jax.Array:
+            jdc.check_shardings(linear, RULES, mesh=ONE_DEVICE)
+            return linear.kernel
+
+        text = error_text(lambda: jax.jit(check)(Linear(jnp.ones((8, 16)))))
+        assert text.startswith(
+            "check_shardings met a traced array whose type carries no sharding, field 'kernel' "
+            "of Linear at .kernel (mesh {'data': 1, 'model': 1}; rules "
         )
 
 
