@@ -323,6 +323,8 @@ def v1_6_layout(tree: Any) -> Any:
     `init=False` fields. Containers and leaves are kept as they are. A class that declares
     fields added since (`jdc.Evolution`) leaves them out (a renamed field keeps its place);
     one that declares fields removed is refused, since positions do not say where they were.
+    Without a declaration only positions are checked (by orbax): a renamed field loads by
+    its place, as with 1.6.
 
     Args:
         tree: A tree of your classes, usually abstract (`jax.ShapeDtypeStruct` leaves).

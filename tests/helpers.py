@@ -5,13 +5,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import subprocess
 import sys
 import textwrap
 import types
+from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import pytest
 from jax.sharding import AbstractMesh
 
 import jax_dataclasses as jdc
@@ -83,6 +86,57 @@ def child_environment(device_count: int) -> dict[str, str]:
     env["JAX_PLATFORMS"] = "cpu"
     env["JAX_NUM_CPU_DEVICES"] = str(device_count)  # It would override XLA_FLAGS if inherited.
     return env
+
+
+def run_python(
+    arguments: list[str],
+    devices: int = 1,
+    *,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    cwd: Path | None = None,
+    timeout: float = 600,
+) -> str:
+    """Run `python ARGUMENTS` on `devices` CPU devices (with `env` added to the environment);
+    its output, or a test failure that shows the child's output."""
+    command = [sys.executable, *arguments]
+    environment = {**child_environment(devices), **(env or {})}
+    try:
+        result = subprocess.run(
+            command,
+            cwd=cwd,
+            env=environment,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(
+            f"{' '.join(command)}\ndid not finish within {timeout} s and was killed.\n"
+            f"--- output so far ---\n{_text(expired.stdout)}\n{_text(expired.stderr)}",
+            pytrace=False,
+        )
+    if result.returncode != 0:
+        pytest.fail(
+            f"{' '.join(command)}\nexited with {result.returncode}; its output:\n"
+            f"{result.stdout}\n{result.stderr}",
+            pytrace=False,
+        )
+    return result.stdout
+
+
+def _text(output: str | bytes | None) -> str:
+    """Output captured before a timeout: bytes, text or nothing, depending on the platform."""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+
+
+def sharding_error(call: Any) -> str:
+    """The message of the `jdc.ShardingDeclarationError` that `call()` raises."""
+    with pytest.raises(jdc.ShardingDeclarationError) as caught:
+        call()
+    return str(caught.value)
 
 
 SPELLINGS = ["future import"] + (["lazy (3.14)"] if sys.version_info >= (3, 14) else [])

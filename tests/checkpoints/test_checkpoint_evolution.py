@@ -11,8 +11,6 @@ undeclared change is refused, each difference listed by path.
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import child_environment, define
+from helpers import define, run_python
 
 import jax_dataclasses as jdc
 
@@ -143,17 +141,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("flax.serialization")
     pytest.importorskip("orbax.checkpoint")
     directory = tmp_path_factory.mktemp("written")
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "tests" / "checkpoints" / "_evolution_writer.py"),
-            str(directory),
-        ],
-        env=child_environment(1),
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    run_python([str(ROOT / "tests" / "checkpoints" / "_evolution_writer.py"), str(directory)])
     return directory
 
 
@@ -237,20 +225,29 @@ def test_nested_classes_and_lists_of_them_evolve_independently(written: Path, re
     assert [float(layer.scale) for layer in restored.layers] == [1.0, 1.0]
 
 
-@pytest.mark.subprocess
-def test_an_added_default_takes_the_targets_sharding(written: Path) -> None:
-    import orbax.checkpoint as ocp
+PLACED_DEFAULT = """
+import jax, jax.numpy as jnp
+import jax_dataclasses as jdc
 
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    into = target(PolicyAdded, Dense)
-    abstract = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=device), into)
-    with ocp.StandardCheckpointer() as checkpointer:
-        path = (written / "orbax").absolute()
-        restored = checkpointer.restore(
-            path, jdc.saved_layout(abstract, checkpointer.metadata(path))
-        )
-    policy = jdc.from_saved_layout(abstract, restored)
-    assert policy.obs_mean.sharding == device and policy.log_std.sharding == device
+@jdc.pytree_dataclass
+class Dense:
+    kernel: jax.Array
+    scale: jax.Array = jnp.ones(3)
+    __jdc_evolution__ = jdc.Evolution(added=["scale"])
+
+second = jax.sharding.SingleDeviceSharding(jax.devices()[1])
+to_second = lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=second)
+abstract = jax.tree.map(to_second, jax.eval_shape(lambda: Dense(jnp.zeros(3))))
+dense = jdc.from_saved_layout(abstract, {"kernel": jax.device_put(jnp.zeros(3), second)})
+print(dense.scale.sharding == second, dense.scale.tolist())
+"""
+
+
+@pytest.mark.subprocess
+def test_an_added_default_takes_the_targets_sharding() -> None:
+    """On the second of two devices, where the default (made on the first) is not."""
+    output = run_python(["-c", PLACED_DEFAULT], 2)
+    assert output.split("\n")[0] == "True [1.0, 1.0, 1.0]"
 
 
 # -- undeclared changes: one error, every difference ----------------------------------------

@@ -10,12 +10,9 @@ behaviour, the same source decorated with `dataclasses.dataclass(frozen=True)` i
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
-import os
 import pathlib
 import re
-import subprocess
 import sys
 import typing
 import warnings
@@ -23,7 +20,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
-from helpers import SPELLINGS, children, define, statics
+from helpers import SPELLINGS, children, define, run_python, statics
 
 import jax_dataclasses as jdc
 
@@ -475,13 +472,8 @@ with warnings.catch_warnings(record=True) as caught:
     solver(jnp.ones(2), iters=[1, 2])
 print([w.category.__name__ for w in caught])
 """
-    result = subprocess.run(
-        [sys.executable, "-c", load, str(tmp_path / "solver.pkl")],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.split("\n")[:2] == ["1 4", "['StaticFieldWarning']"]
+    output = run_python(["-c", load, str(tmp_path / "solver.pkl")])
+    assert output.split("\n")[:2] == ["1 4", "['StaticFieldWarning']"]
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
@@ -532,12 +524,9 @@ else:
     solver = pickle.loads(bytes.fromhex(sys.stdin.read())).unflatten([jnp.ones(2)])
     print(solver.iters, jax.tree.leaves(solver)[0].tolist())
 """
-    environment = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    run = functools.partial(
-        subprocess.run, capture_output=True, text=True, check=True, env=environment
-    )
-    dumped = run([sys.executable, "-c", program, "dump"]).stdout
-    loaded = run([sys.executable, "-c", program, "load"], input=dumped).stdout
+    path = {"PYTHONPATH": str(tmp_path)}
+    dumped = run_python(["-c", program, "dump"], env=path)
+    loaded = run_python(["-c", program, "load"], env=path, input=dumped)
     assert loaded.split("\n")[0] == "4 [1.0, 1.0]"
 
 

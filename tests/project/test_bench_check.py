@@ -3,12 +3,11 @@ fails when it grew by more than max(its control's noise, 10%). No timing is meas
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import run_python
 from load_file import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,10 +66,4 @@ def test_every_benchmark_script_has_a_short_run() -> None:
 @pytest.mark.parametrize("script", BENCHMARK_RUNS)
 def test_each_benchmark_runs(script: str) -> None:
     """Nothing imports the benchmarks: a renamed function they time breaks only them."""
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), *BENCHMARK_RUNS[script]],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    run_python([str(ROOT / "benchmarks" / script), *BENCHMARK_RUNS[script]])

@@ -9,12 +9,10 @@ so the checks run with pytest in a child process started with
 """
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import child_environment
+from helpers import run_python
 
 pytestmark = pytest.mark.subprocess  # Every test here starts a Python process.
 
@@ -24,42 +22,10 @@ DECLARATIONS_CHILD = Path(__file__).resolve().parent / "_sharding_decl_child.py"
 SCALE_CHILD = Path(__file__).resolve().parent / "_sharding_scale_child.py"
 EXAMPLE = ROOT / "examples" / "data_parallel.py"
 DEVICE_COUNT = 8
-TIMEOUT_SECONDS = 600
-
-
-def as_text(output: str | bytes | None) -> str:
-    """Output captured before a timeout: bytes, text or nothing, depending on the platform."""
-    if isinstance(output, bytes):
-        return output.decode(errors="replace")
-    return output or ""
 
 
 def run_on_devices(arguments: list[str]) -> str:
-    """Run `python ARGUMENTS` on DEVICE_COUNT CPU devices; its output, or a test failure."""
-    command = [sys.executable, *arguments]
-    try:
-        result = subprocess.run(
-            command,
-            cwd=ROOT,
-            env=child_environment(DEVICE_COUNT),
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as timeout:
-        pytest.fail(
-            f"{' '.join(command)}\ndid not finish within {TIMEOUT_SECONDS} s and was killed.\n"
-            f"--- output so far ---\n{as_text(timeout.stdout)}\n{as_text(timeout.stderr)}",
-            pytrace=False,
-        )
-    if result.returncode != 0:
-        pytest.fail(
-            f"{' '.join(command)}\nexited with {result.returncode}; its output:\n"
-            f"{result.stdout}\n{result.stderr}",
-            pytrace=False,
-        )
-    return result.stdout
+    return run_python(arguments, DEVICE_COUNT, cwd=ROOT)
 
 
 @pytest.mark.parametrize("child", [CHILD, DECLARATIONS_CHILD, SCALE_CHILD], ids=lambda p: p.stem)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from helpers import abstract_mesh
+from helpers import abstract_mesh, sharding_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.sharding import Mesh, NamedSharding
@@ -54,12 +54,6 @@ def dense(n: int = 4, m: int = 8) -> Dense:
 
 def model() -> Model:
     return Model([dense(), dense(4, 8)], jnp.ones((8, 2)))
-
-
-def error_text(call: Any) -> str:
-    with pytest.raises(jdc.ShardingDeclarationError) as caught:
-        call()
-    return str(caught.value)
 
 
 class TestSpelling:
@@ -150,7 +144,7 @@ class TestSpelling:
             class Both:
                 n: jdc.Static[jdc.Sharded[int, "batch"]] = 3
 
-        text = error_text(decorate)
+        text = sharding_error(decorate)
         assert "field 'n' of" in text and "Both" in text and "is static" in text
         assert "Drop Static[...]" in text
 
@@ -167,10 +161,10 @@ class TestSpelling:
                     jdc.Sharded[jax.Array, "batch"], jdc.Sharded[int, "mlp"].__metadata__[0]
                 ]
 
-        text = error_text(nested)
+        text = sharding_error(nested)
         assert "outermost" in text and "field 'x' of" in text and "Nested" in text
         assert "Sharded[Optional[jax.Array], 'batch']" in text
-        text = error_text(twice)
+        text = sharding_error(twice)
         assert "declares its sharding twice" in text and "Twice" in text
 
 
@@ -209,15 +203,16 @@ class TestRules:
 
     def test_a_mesh_where_the_rules_go_is_taken_for_the_mesh(self) -> None:
         by_keyword = jdc.partition_specs(model(), RULES, mesh=MESH)
-        unruled = error_text(lambda: jdc.partition_specs(model(), MESH))  # type: ignore[arg-type]
-        assert unruled == error_text(lambda: jdc.partition_specs(model(), mesh=MESH))
+        unruled = sharding_error(lambda: jdc.partition_specs(model(), MESH))  # type: ignore[arg-type]
+        assert unruled == sharding_error(lambda: jdc.partition_specs(model(), mesh=MESH))
         assert jdc.shardings(model(), ONE_DEVICE, RULES) == jdc.shardings(
             model(), RULES, mesh=ONE_DEVICE
         )
         assert jdc.sharded_shapes(model(), ONE_DEVICE, RULES) == jdc.sharded_shapes(
             model(), rules=RULES, mesh=ONE_DEVICE
         )
-        assert jdc.partition_specs(model(), RULES, mesh=MESH) == by_keyword
+        with jdc.sharding_rules(RULES):  # The rules from the context, the mesh where they go.
+            assert jdc.partition_specs(model(), MESH) == by_keyword  # type: ignore[arg-type]
 
     def test_a_mesh_or_rules_given_twice_are_refused_with_the_spelling(self) -> None:
         spelling = r"jdc.shardings\(tree, rules, mesh=mesh\)"
@@ -339,7 +334,9 @@ class TestTrees:
         specs = jdc.partition_specs(stack, RULES)
         assert specs.layers == (P("data", None), P("data", None)) and specs.maybe is None
         assert specs.inner == P("data")
-        text = error_text(lambda: jdc.partition_specs(jdc.replace(stack, layers=(jnp.ones(4),))))
+        text = sharding_error(
+            lambda: jdc.partition_specs(jdc.replace(stack, layers=(jnp.ones(4),)))
+        )
         assert "field 'layers' of" in text and "at .layers[0] (f32[4]): declares 2 axes" in text
 
     def test_default_spec_or_function_for_undeclared_leaves(self) -> None:
@@ -383,7 +380,7 @@ class TestTrees:
 class TestErrors:
     def test_wrong_number_of_axes(self) -> None:
         bad = Model([Dense(jnp.ones(8), jnp.zeros(8), jnp.ones(()))], jnp.ones((8, 2)))
-        text = error_text(lambda: jdc.partition_specs(bad, RULES, mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs(bad, RULES, mesh=MESH))
         assert text.startswith(
             "1 sharding declaration does not fit (mesh {'data': 4, 'model': 2}; rules "
         )
@@ -391,30 +388,32 @@ class TestErrors:
         assert "for an array of rank 1" in text and "Sharded[jax.Array, 'embed']" in text
 
     def test_an_axis_in_neither_the_rules_nor_the_mesh(self) -> None:
-        text = error_text(lambda: jdc.partition_specs(model(), {"mlp": "model"}, mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs(model(), {"mlp": "model"}, mesh=MESH))
         assert "field 'w' of Dense at .layers[0].w (f32[4,8])" in text
         assert "the logical axis 'embed' is neither in the rules nor a mesh axis" in text
         assert "{'data': 4, 'model': 2}" in text and "Add a rule for it" in text
 
     def test_a_mesh_axis_the_mesh_does_not_have(self) -> None:
-        text = error_text(lambda: jdc.partition_specs(model(), mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs(model(), mesh=MESH))
         assert "shards along 'embed', 'mlp', which the mesh does not have" in text
         assert "Use its axes ('data', 'model')" in text
-        text = error_text(lambda: jdc.partition_specs(model(), {**RULES, "mlp": "tp"}, mesh=MESH))
+        text = sharding_error(
+            lambda: jdc.partition_specs(model(), {**RULES, "mlp": "tp"}, mesh=MESH)
+        )
         assert "shards along 'tp' (the rule for 'mlp'), which the mesh does not have" in text
         assert "change the rule" in text
 
     def test_a_dimension_the_mesh_does_not_divide(self) -> None:
         bad = Model([dense(4, 6)], jnp.ones((8, 2)))
         mesh = abstract_mesh(data=4, model=4)
-        text = error_text(lambda: jdc.partition_specs(bad, RULES, mesh=mesh))
+        text = sharding_error(lambda: jdc.partition_specs(bad, RULES, mesh=mesh))
         assert "field 'b' of Dense at .layers[0].b (f32[6])" in text
         assert (
             "dimension 0 has size 6, which the mesh axes 'model' (4) (the rule for 'mlp')" in text
         )
         assert "Choose a size divisible by 4" in text
         assert text.startswith("2 sharding declarations do not fit")  # w and b, at once
-        assert error_text(lambda: jdc.shardings(bad, mesh, RULES)) == text  # type: ignore[arg-type]
+        assert sharding_error(lambda: jdc.shardings(bad, mesh, RULES)) == text  # type: ignore[arg-type]
 
     def test_an_axis_twice(self) -> None:
         @jdc.pytree_dataclass
@@ -423,10 +422,10 @@ class TestErrors:
             y: jdc.Sharded[jax.Array, "model", ("model", "data")]
 
         square = Square(jnp.ones((4, 4)), jnp.ones((4, 4)))
-        text = error_text(lambda: jdc.partition_specs(square))
+        text = sharding_error(lambda: jdc.partition_specs(square))
         assert "field 'x' of" in text and "names the axis 'mlp' on several dimensions" in text
         assert "field 'y' of" in text and "names the axis 'model' on several dimensions" in text
-        text = error_text(
+        text = sharding_error(
             lambda: jdc.partition_specs(
                 {"x": jnp.ones((4, 4))}, mesh=abstract_mesh(x=2), default=P("x", "x")
             )
@@ -435,13 +434,15 @@ class TestErrors:
             "axis 'x'; a mesh axis may shard one dimension only." in text  # fmt: skip
 
     def test_a_default_that_does_not_fit(self) -> None:
-        text = error_text(lambda: jdc.partition_specs(model(), RULES, mesh=MESH, default=P("x")))
+        text = sharding_error(
+            lambda: jdc.partition_specs(model(), RULES, mesh=MESH, default=P("x"))
+        )
         assert "undeclared leaf at .layers[0].scale (f32[])" in text and "rank 0" in text
-        text = error_text(
+        text = sharding_error(
             lambda: jdc.partition_specs({"x": jnp.ones(3)}, mesh=MESH, default=P("data"))
         )
         assert "undeclared leaf at ['x'] (f32[3])" in text and "size 3" in text
-        text = error_text(lambda: jdc.partition_specs(model(), default=lambda p, x: "data"))  # type: ignore[arg-type,return-value]
+        text = sharding_error(lambda: jdc.partition_specs(model(), default=lambda p, x: "data"))  # type: ignore[arg-type,return-value]
         assert "default returned 'data', not a PartitionSpec" in text
 
 
@@ -456,7 +457,7 @@ class TestCheckShardings:
         placed = jax.device_put(model(), jdc.shardings(model(), ONE_DEVICE, RULES))
         layer = jdc.replace(placed.layers[1], w=jnp.ones((4, 8)), b=np.zeros(8, np.float32))
         edited = jdc.replace(placed, layers=[placed.layers[0], layer])
-        text = error_text(lambda: jdc.check_shardings(edited, RULES))
+        text = sharding_error(lambda: jdc.check_shardings(edited, RULES))
         assert text.startswith("2 arrays do not carry their declared shardings (no mesh given;")
         assert "- field 'w' of Dense at .layers[1].w (f32[4,8]): has SingleDeviceSharding, " \
             "declared P(None, 'model')" in text  # fmt: skip
@@ -467,15 +468,15 @@ class TestCheckShardings:
     def test_another_spec_or_another_mesh(self) -> None:
         elsewhere = {**RULES, "mlp": "data"}
         wrong = jax.device_put(model(), jdc.shardings(model(), ONE_DEVICE, elsewhere))
-        text = error_text(lambda: jdc.check_shardings(wrong, RULES))
+        text = sharding_error(lambda: jdc.check_shardings(wrong, RULES))
         assert "at .head (f32[8@data,2]): has P('data', None), declared P('model', None)" in text
         other = Mesh(np.array(jax.devices()[:1]).reshape(1, 1, 1), ("data", "model", "x"))
         placed = jax.device_put(model(), jdc.shardings(model(), other, RULES))
-        text = error_text(lambda: jdc.check_shardings(placed, RULES, mesh=ONE_DEVICE))
+        text = sharding_error(lambda: jdc.check_shardings(placed, RULES, mesh=ONE_DEVICE))
         assert "on mesh {'data': 1, 'model': 1, 'x': 1}" in text
 
     def test_declaration_errors_come_first(self) -> None:
-        assert "declares 2 axes" in error_text(
+        assert "declares 2 axes" in sharding_error(
             lambda: jdc.check_shardings(Dense(jnp.ones(8), jnp.ones(8), jnp.ones(())))
         )
 

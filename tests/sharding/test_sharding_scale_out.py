@@ -7,7 +7,6 @@ header on every error), the rules context, the constraints, and checkpoints flax
 into our classes. The 8-device checks (flax's own run of its guide's model, `check_shardings`
 inside `lax.scan`, Auto, Explicit and mixed meshes) are in `tests/sharding/_sharding_scale_child.py`."""
 
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from helpers import abstract_mesh, define
+from helpers import abstract_mesh, define, sharding_error
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
@@ -63,12 +62,6 @@ def stack(layers: int = 3) -> Stack:
     return Stack(jax.vmap(block)(jnp.arange(layers)))
 
 
-def error_text(call: Any) -> str:
-    with pytest.raises(jdc.ShardingDeclarationError) as caught:
-        call()
-    return str(caught.value)
-
-
 class TestStackedLayers:
     def test_the_stacked_axes_come_first_for_every_leaf_inside(self) -> None:
         specs = jdc.partition_specs(stack(), RULES, mesh=MESH)
@@ -108,7 +101,7 @@ class TestStackedLayers:
         assert seen == [(3,)] and specs.layers.scale == P(None)
 
     def test_a_leaf_without_the_stacked_axis_names_the_field_that_stacks_it(self) -> None:
-        text = error_text(lambda: jdc.partition_specs(Stack(block()), RULES, mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs(Stack(block()), RULES, mesh=MESH))
         assert text.startswith("4 sharding declarations do not fit")
         assert "- field 'kernel' of Linear at .layers.dot1.kernel (f32[8,16]): has rank 2 (the " \
             "2 axes it declares), but field 'layers' of Stack stacks it along 1 axis (None,) in " \
@@ -121,7 +114,7 @@ class TestStackedLayers:
         class Plain:
             layers: Block
 
-        text = error_text(lambda: jdc.partition_specs(Plain(stack().layers), RULES))
+        text = sharding_error(lambda: jdc.partition_specs(Plain(stack().layers), RULES))
         assert "- field 'w2' of Block at .layers.w2 (f32[3,16,8]): declares 2 axes ('hidden', " \
             "'embed') for an array of rank 3. If it is one of a stack of layers (made by jax.vmap," \
             " consumed by lax.scan), declare the 1 axis of the stack on the field that holds it: " \
@@ -142,7 +135,7 @@ class TestMessages:
     def test_one_entry_per_field_however_many_copies_carry_it(self) -> None:
         params = [self.Typo(jnp.ones((8, 16)))]
         state = {"params": params, "opt": optax.adam(1e-3).init(params)}
-        text = error_text(lambda: jdc.partition_specs(state, RULES, mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs(state, RULES, mesh=MESH))
         lines = text.splitlines()
         assert lines[0] == (
             "1 sharding declaration does not fit (mesh {'data': 2, 'model': 4}; rules [('batch', "
@@ -159,7 +152,9 @@ class TestMessages:
         class Twice:
             w: jdc.Sharded[jax.Array, "hiden", "hiden"]
 
-        lines = error_text(lambda: jdc.partition_specs(Twice(jnp.ones((8, 8))), RULES, mesh=MESH))
+        lines = sharding_error(
+            lambda: jdc.partition_specs(Twice(jnp.ones((8, 8))), RULES, mesh=MESH)
+        )
         lines = lines.splitlines()
         assert lines[0].startswith("1 sharding declaration does not fit")
         assert len(lines) == 3 and "names the axis 'hiden' on several dimensions" in lines[1]
@@ -172,7 +167,7 @@ class TestMessages:
             dec: Linear
 
         rank_3 = Linear(jnp.ones((2, 16, 8)))
-        text = error_text(lambda: jdc.partition_specs(Pair(rank_3, rank_3), RULES, mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs(Pair(rank_3, rank_3), RULES, mesh=MESH))
         (enc,) = [
             line
             for line in text.splitlines()
@@ -187,7 +182,7 @@ class TestMessages:
 
     def test_many_copies_are_counted(self) -> None:
         typos = [self.Typo(jnp.ones((8, 16)))] * 6
-        text = error_text(lambda: jdc.partition_specs(typos, RULES, mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs(typos, RULES, mesh=MESH))
         assert text.splitlines()[-1] == "  Also at [1].kernel, [2].kernel, [3].kernel and 2 more."
 
     def test_a_mismatch_in_every_copy_is_one_entry_counting_the_arrays(self) -> None:
@@ -197,7 +192,7 @@ class TestMessages:
 
         elsewhere = jdc.shardings(Row(jnp.ones(4)), {"batch": "model"}, mesh=ONE_DEVICE)
         wrong = jax.device_put(Row(jnp.ones(4)), elsewhere)
-        text = error_text(lambda: jdc.check_shardings([wrong] * 3, RULES))
+        text = sharding_error(lambda: jdc.check_shardings([wrong] * 3, RULES))
         assert text.splitlines()[:3] == [
             "3 arrays do not carry their declared shardings (no mesh given; rules [('batch', "
             "'data'), ('hidden', 'model'), ('embed', None), ('stage', 'data')]):",
@@ -207,15 +202,15 @@ class TestMessages:
         ]
 
     def test_without_rules_no_rule_is_blamed(self) -> None:
-        text = error_text(lambda: jdc.partition_specs(self.Typo(jnp.ones((8, 16))), mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs(self.Typo(jnp.ones((8, 16))), mesh=MESH))
         assert "(no rule" not in text and "the rule" not in text and "through" not in text
         assert "shards along 'embed', 'hiden', which the mesh does not have. Use its axes " \
             "('data', 'model'), or give rules that map the name to them." in text  # fmt: skip
 
     def test_declaration_errors_carry_the_header_too(self) -> None:
-        """A declaration that cannot mean anything is refused when its class is decorated, or
-        at its first use when its alias was defined later: its construction, or, for an
-        instance made without one (as pickle makes it), the call, under its header."""
+        """A declaration that cannot mean anything, met first by a call (its alias defined
+        later, an instance made without `__init__`, as pickle makes one), is reported under
+        the call's header."""
         later = define(
             """
 import jax_dataclasses as jdc
@@ -230,7 +225,7 @@ Later = jdc.Static[jdc.Sharded[int, "batch"]]
         )
         unpickled = object.__new__(later.Both)
         object.__setattr__(unpickled, "n", 3)
-        text = error_text(lambda: jdc.partition_specs([unpickled], RULES, mesh=MESH))
+        text = sharding_error(lambda: jdc.partition_specs([unpickled], RULES, mesh=MESH))
         assert text.startswith("1 sharding declaration does not fit (mesh {'data': 2, 'model': 4}")
         assert "\n- field 'n' of Both is static and declares sharding axes ('batch',)" in text
 
@@ -238,7 +233,7 @@ Later = jdc.Static[jdc.Sharded[int, "batch"]]
         if not hasattr(jax, "set_mesh"):
             pytest.skip("jax.set_mesh: jax 0.7+")
         with jdc.sharding_rules({"embed": None}), jax.set_mesh(ONE_DEVICE):
-            text = error_text(lambda: jdc.partition_specs(self.Typo(jnp.ones((8, 16)))))
+            text = sharding_error(lambda: jdc.partition_specs(self.Typo(jnp.ones((8, 16)))))
         assert text.startswith(
             "1 sharding declaration does not fit (mesh {'data': 1, 'model': 1} from jax.set_mesh; "
             "rules {'embed': None} from jdc.sharding_rules):"
@@ -249,7 +244,7 @@ Later = jdc.Static[jdc.Sharded[int, "batch"]]
             jdc.check_shardings(linear, RULES, mesh=ONE_DEVICE)
             return linear.kernel
 
-        text = error_text(lambda: jax.jit(check)(Linear(jnp.ones((8, 16)))))
+        text = sharding_error(lambda: jax.jit(check)(Linear(jnp.ones((8, 16)))))
         assert text.startswith(
             "check_shardings met a traced array whose type carries no sharding, field 'kernel' "
             "of Linear at .kernel (mesh {'data': 1, 'model': 1}; rules "
@@ -348,7 +343,7 @@ class TestConstraints:
             jdc.with_logical_constraint(jnp.ones(4), "batch", RULES, mesh=ONE_DEVICE)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"got the axes \('batch', 3\)"):
             jdc.with_logical_constraint(jnp.ones((4, 2)), ("batch", 3), RULES, mesh=ONE_DEVICE)  # type: ignore[arg-type]
-        text = error_text(
+        text = sharding_error(
             lambda: jdc.with_logical_constraint(jnp.ones((4, 2)), ("batch",), RULES, mesh=MESH)
         )
         assert text.startswith(
@@ -387,9 +382,9 @@ class TestCheckpointsFlaxWrote:
             )
 
     @staticmethod
-    def save(tree: Any) -> Path:
+    def save(tree: Any, into: Path) -> Path:
         ocp = pytest.importorskip("orbax.checkpoint")
-        directory = Path(tempfile.mkdtemp()) / "flax"
+        directory = into / "flax"
         with ocp.StandardCheckpointer() as checkpointer:
             checkpointer.save(directory, tree)
             checkpointer.wait_until_finished()
@@ -406,7 +401,7 @@ class TestCheckpointsFlaxWrote:
         Dense_1: "TestCheckpointsFlaxWrote.Dense"
 
     @pytest.mark.parametrize("boxed", [True, False], ids=["boxed", "unboxed"])
-    def test_linen_params(self, boxed: bool) -> None:
+    def test_linen_params(self, boxed: bool, tmp_path: Path) -> None:
         nn = pytest.importorskip("flax.linen")
 
         class MLP(nn.Module):  # type: ignore[misc,name-defined]
@@ -420,7 +415,7 @@ class TestCheckpointsFlaxWrote:
                 return x
 
         params = MLP().init(jax.random.key(0), jnp.ones((1, 8)))["params"]
-        directory = self.save(params if boxed else nn.unbox(params))
+        directory = self.save(params if boxed else nn.unbox(params), tmp_path)
         dense = self.Dense(jnp.ones((8, 8)), jnp.ones(8))
         restored = self.restore(directory, jax.eval_shape(lambda: self.MLP(dense, dense)))
         assert type(restored) is self.MLP
@@ -429,7 +424,7 @@ class TestCheckpointsFlaxWrote:
         )
         assert restored.Dense_0.kernel.sharding.spec == P(None, "model")
 
-    def test_nnx_state(self) -> None:
+    def test_nnx_state(self, tmp_path: Path) -> None:
         nnx = pytest.importorskip("flax.nnx")
 
         class Model(nnx.Module):  # type: ignore[misc,name-defined]
@@ -438,7 +433,7 @@ class TestCheckpointsFlaxWrote:
                 self.Dense_1 = nnx.Linear(8, 8, rngs=rngs)
 
         state = nnx.state(Model(nnx.Rngs(0)))
-        directory = self.save(state)
+        directory = self.save(state, tmp_path)
         dense = self.Dense(jnp.ones((8, 8)), jnp.ones(8))
         restored = self.restore(directory, jax.eval_shape(lambda: self.MLP(dense, dense)))
         np.testing.assert_array_equal(restored.Dense_0.bias, value(state["Dense_0"]["bias"]))

@@ -12,8 +12,6 @@ import contextlib
 import functools
 import gc
 import logging
-import subprocess
-import sys
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
@@ -24,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import child_environment
+from helpers import run_python
 
 import jax_dataclasses as jdc
 
@@ -589,15 +587,5 @@ class TestMisuse:
 @pytest.mark.subprocess
 def test_sharding_on_8_devices() -> None:
     """Shardings (`tests/transforms/_explain_child.py`), in a process with 8 CPU devices."""
-    command = [sys.executable, "-m", "pytest", str(HERE / "_explain_child.py"), "-q"]
-    command += ["-p", "no:cacheprovider", "-rfE", "--tb=short"]
-    result = subprocess.run(
-        command,
-        cwd=HERE.parent,
-        env=child_environment(8),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    arguments = ["-m", "pytest", str(HERE / "_explain_child.py"), "-q", "-p", "no:cacheprovider"]
+    run_python([*arguments, "-rfE", "--tb=short"], 8, cwd=HERE.parent)
