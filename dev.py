@@ -292,9 +292,10 @@ def test_corner(args: list[str]) -> tuple[str, Corner, list[str]]:
         return "test-corner", OLDEST_CORNER, args[1:]
     if option == [NEWEST_OPTION]:
         return "test-corner", python_corner(NEWEST_PYTHON), args[1:]
-    if option == [PYTHON] and len(args) >= 2:
-        if args[1].rstrip("t") not in PYTHONS:
-            sys.exit(f"[dev.py] --python takes one of {', '.join(PYTHONS)} (t: free-threaded)")
+    if option == [PYTHON]:
+        versions = (*PYTHONS, f"{NEWEST_PYTHON}t")
+        if len(args) < 2 or args[1] not in versions:
+            sys.exit(f"[dev.py] --python takes one of {', '.join(versions)} (t: free-threaded)")
         return "test-corner", python_corner(args[1]), args[2:]
     return "test", NEWEST, args
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from load_file import ROOT, load_tool
+from load_file import ROOT, load_file, load_tool
 
 DEBIAN_ROOT = load_tool("debian_root")
 SHARED = "tools.venvs"  # What both dev.py and the tools need.
@@ -124,3 +124,11 @@ def test_the_debian_root_is_made_again_only_when_its_command_changes(
     assert command[:-1] == [*DEBIAN_ROOT.debootstrap_command("3.15"), f"{root}.partial"]
     assert "python3.15-venv" in command[2]
     assert (root / ".jdc-stamp").exists()  # the old root stays until a new one is made
+
+
+@pytest.mark.parametrize("given", [["--python"], ["--python", "3.11t"], ["--python", "3.10"]])
+def test_test_python_takes_a_supported_version_only(given: list[str]) -> None:
+    dev = load_file(ROOT / "dev.py")
+    with pytest.raises(SystemExit, match=r"--python takes one of 3\.11, .*3\.14, 3\.14t"):
+        dev.test_corner(given)
+    assert dev.test_corner(["--python", "3.14t", "-k", "x"])[2] == ["-k", "x"]
