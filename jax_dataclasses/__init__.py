@@ -79,8 +79,9 @@ if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown
     def __getattr__(name: str) -> object:
         """The names bound on first use (`_ON_FIRST_USE`): 1.6's private `_dataclasses` module,
         the sharding functions, `register_export`, why jit compiles again, and the training
-        masks. (`import a.b`,
-        not `from a import b`, which would ask this function for `b` first.)"""
+        masks. Each import is spelled out, for the layering test to read (it refuses
+        `importlib.import_module`), as `import a.b`: `from a import b` would ask this
+        function for `b` first."""
         module = _ON_FIRST_USE.get(name)
         if module == "":
             import jax_dataclasses._dataclasses as found
