@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from jax import core, dtypes
 
-from jax_dataclasses._printing import array_summary
+from jax_dataclasses._printing import DEFINED_AGAIN, array_summary
 from jax_dataclasses._record import layout_of
 from jax_dataclasses._static_values import value_problem
 from jax_dataclasses._tree_api import flatten_one_level, keyed_level, keystr, type_of
@@ -192,7 +192,7 @@ def _leaf(value: object) -> _Leaf | _Static:
         weak, sharding = getattr(value, "weak_type", False), getattr(value, "sharding", None)
     if isinstance(dtype, np.dtype):
         dtype = dtypes.canonicalize_dtype(dtype)
-    text = array_summary(value) + (" weakly typed" if weak else "")
+    text = array_summary(value) + (" (weakly typed)" if weak else "")
     return _Leaf(text, tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding)
 
 
@@ -412,11 +412,7 @@ def _passed(how: str) -> str:
 
 
 _NONE = type(None)
-_REDEFINED = (
-    "the class was defined again (a notebook cell or module run twice, importlib.reload), and "
-    "instances of the old and the new class are different pytree nodes: build every value with "
-    "one definition"
-)
+_REDEFINED = f"{DEFINED_AGAIN}: build every value with one definition"
 _WEAK = (
     "a Python number (and an array made from one, such as jnp.asarray(1.0)) is weakly typed and "
     "an array of the same dtype is not, and jax.jit compiles each apart: pass the same kind on "

@@ -26,6 +26,11 @@ from jax_dataclasses._record import layout_of
 
 SMALL_ARRAY = 8
 """Arrays with at most this many elements print their values (when they have values)."""
+DEFINED_AGAIN = (
+    "the class was defined again (a notebook cell or module run twice, importlib.reload), and "
+    "instances of the old and the new class are different pytree nodes"
+)
+"""Why two classes of one name are not one, where a message meets them."""
 _INDENT = 4
 _DTYPE_PREFIXES = (("bfloat", "bf"), ("float", "f"), ("uint", "u"), ("int", "i"), ("complex", "c"))
 

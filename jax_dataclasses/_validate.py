@@ -21,7 +21,7 @@ import numpy as np
 from jax import dtypes
 from jax.tree_util import SequenceKey
 
-from jax_dataclasses._printing import array_summary
+from jax_dataclasses._printing import DEFINED_AGAIN, array_summary
 from jax_dataclasses._record import Layout, layout_of
 from jax_dataclasses._static_values import check_static_value
 from jax_dataclasses._tree_api import (
@@ -317,10 +317,9 @@ def _what_changed(old: object, new: object) -> str:
                 )
     if kind is not type(new) and kind.__qualname__ == type(new).__qualname__:
         return (
-            f"{kind.__qualname__} → a different class also named {kind.__qualname__}: the class "
-            "was defined again (a notebook cell or module run twice, importlib.reload), and "
-            "instances of the old and the new class are different pytree nodes. Build the "
-            "value with the class the original tree uses, or rebuild the whole tree"
+            f"{kind.__qualname__} → a different class also named {kind.__qualname__}: "
+            f"{DEFINED_AGAIN}. Build the value with the class the original tree uses, or "
+            "rebuild the whole tree"
         )
     if _summary(old) == _summary(new):  # The node's own data differs (a custom node's).
         return _short(f"{keyed_level(old)[1]} → {keyed_level(new)[1]}")
