@@ -26,8 +26,8 @@ from jax_dataclasses._tree_api import (
     is_node,
     keyed_children,
     keyed_level,
-    keystr,
     one_level,
+    path_text,
     type_of,
 )
 from jax_dataclasses._validate import block_end_error, difference, leaf_difference, level
@@ -413,8 +413,8 @@ def _cycle_error(tree: object, node: object) -> ValueError:
     inner, outer = _cycle_paths(tree, node, (), []) or ((), ())
     return ValueError(
         f"copy_and_mutate: the tree contains a cycle: the {type(node).__qualname__} at key "
-        f"path {keystr(inner) or '(the root)'} is the same object as its ancestor at "
-        f"{keystr(outer) or '(the root)'}. A pytree must be a tree (JAX cannot flatten this "
+        f"path {path_text(inner)} is the same object as its ancestor at "
+        f"{path_text(outer)}. A pytree must be a tree (JAX cannot flatten this "
         "either); inside a copy_and_mutate block, an assignment into a list or dict of the "
         "copy, or any assignment with validate=False, can make one. "
         "Assign a copy (jdc.replace, or a new container) instead of the node itself."

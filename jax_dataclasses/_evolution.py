@@ -28,7 +28,7 @@ from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
     keyed_level,
-    keystr,
+    path_text,
     tree_flatten,
     type_of,
 )
@@ -315,7 +315,7 @@ class _Walk:
         self.problems: list[str] = []
 
     def problem(self, path: KeyPath, text: str) -> None:
-        self.problems.append(f"- {keystr(path) or '(the root)'}: {text}")
+        self.problems.append(f"- {path_text(path)}: {text}")
 
     def layout(self, target: Any, saved: Any, path: KeyPath) -> Any:
         layout = layout_of(type_of(target))
@@ -445,7 +445,7 @@ def _placeholder(meta: Any) -> Any:
 def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
     layout = layout_of(type_of(target))
     entries = entries_of(restored)
-    where = keystr(path) or "(the root)"
+    where = path_text(path)
     if layout is not None:
         if entries is None:
             raise ValueError(

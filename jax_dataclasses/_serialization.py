@@ -32,7 +32,14 @@ from jax.tree_util import GetAttrKey
 from jax_dataclasses._evolution import Match, default_of, entries_of, match, names
 from jax_dataclasses._forms import EVOLUTION_ATTR
 from jax_dataclasses._record import Layout, layout_of, on_register
-from jax_dataclasses._tree_api import KeyPath, is_node, keyed_children, keystr, one_level, type_of
+from jax_dataclasses._tree_api import (
+    KeyPath,
+    is_node,
+    keyed_children,
+    one_level,
+    path_text,
+    type_of,
+)
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -388,7 +395,7 @@ def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
         if len(keyed) != len(restored_children):
             raise ValueError(
                 f"cannot restore the {type_of(target).__qualname__} at key path "
-                f"{keystr(path) or '(the root)'} from a 1.6 checkpoint: it has {len(keyed)} "
+                f"{path_text(path)} from a 1.6 checkpoint: it has {len(keyed)} "
                 f"entries, the checkpoint {len(restored_children)}."
             )
         return structure.unflatten(
@@ -403,7 +410,7 @@ def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
     if items is None or len(items) != len(saved):
         got = f"{len(items)} entries" if items is not None else kind.__qualname__
         raise ValueError(
-            f"cannot restore {layout.cls.__qualname__} at key path {keystr(path) or '(the root)'}"
+            f"cannot restore {layout.cls.__qualname__} at key path {path_text(path)}"
             f" from a 1.6 checkpoint: expected a list of its {len(saved)} saved children "
             f"{saved}, got {got}."
         )

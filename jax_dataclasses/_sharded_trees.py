@@ -47,6 +47,7 @@ from jax_dataclasses._tree_api import (
     KeyPath,
     keyed_children,
     keystr,
+    path_text,
     tree_flatten_with_path,
     tree_structure,
     type_of,
@@ -193,7 +194,7 @@ class Report:
         lines: list[str] = []
         for (where, problem), places in self.entries.items():
             (path, summary), others = places[0], [keystr(p) for p, _ in places[1:]]
-            at = f"{where} at {keystr(path) or '(the root)'} ({summary}): " if where else ""
+            at = f"{where} at {path_text(path)} ({summary}): " if where else ""
             lines.append(f"- {at}{problem}")
             if others:
                 more = f" and {len(others) - 3} more" if len(others) > 3 else ""

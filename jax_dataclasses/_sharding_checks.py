@@ -36,7 +36,7 @@ from jax_dataclasses._sharding import (
     Rules,
 )
 from jax_dataclasses._sharding_rules import AxisRules, Wanted, dims_of, show_spec, spec_from_dims
-from jax_dataclasses._tree_api import keystr
+from jax_dataclasses._tree_api import path_text
 
 T = TypeVar("T")
 _AXIS_TYPE: Any = getattr(jax.sharding, "AxisType", None)  # jax 0.5+
@@ -153,7 +153,7 @@ def _traced_mismatch(leaf: Leaf, given: Given) -> tuple[str | None, bool]:
         where = leaf.declaration.where if leaf.declaration is not None else "undeclared leaf"
         raise ShardingDeclarationError(
             f"check_shardings met a traced array whose type carries no sharding, {where} at "
-            f"{keystr(leaf.path) or '(the root)'} ({given.header()}): inside jax.jit an array's sharding is part of its type only on "
+            f"{path_text(leaf.path)} ({given.header()}): inside jax.jit an array's sharding is part of its type only on "
             "a mesh with explicit axes (jax 0.5 or newer: jax.make_mesh(..., "
             "axis_types=(AxisType.Explicit, ...)) and jax.set_mesh(mesh)). Check outside jit "
             "instead, on the concrete arrays."

@@ -31,6 +31,7 @@ from jax_dataclasses._tree_api import (
     is_node,
     keyed_level,
     keystr,
+    path_text,
     tree_structure,
     type_of,
 )
@@ -177,7 +178,7 @@ class _Walk:
         unfreezes = self.matches(self.unfreeze, node, text)
         if freezes and unfreezes:
             raise ValueError(
-                f"trainable: the subtree at key path {keystr(path) or '(the root)'} is both "
+                f"trainable: the subtree at key path {path_text(path)} is both "
                 f"frozen (freeze={_show(freezes)}) and unfrozen (unfreeze={_show(unfreezes)}) "
                 "for this run. Select it in one of them only."
             )

@@ -56,6 +56,11 @@ keystr = cast(
 )
 
 
+def path_text(path: KeyPath) -> str:
+    """A key path as messages name it: `.layers[0].w`, or `(the root)`."""
+    return keystr(path) or "(the root)"
+
+
 def one_level(tree: object) -> tuple[list[Any], Treedef]:
     """The direct children of a node, and the treedef that rebuilds it from new ones."""
     return tree_flatten(tree, lambda child: child is not tree)

@@ -29,6 +29,7 @@ from jax_dataclasses._tree_api import (
     is_node,
     keyed_level,
     keystr,
+    path_text,
     tree_flatten,
     tree_flatten_with_path,
     tree_structure,
@@ -118,7 +119,7 @@ def check_field(layout: Layout, name: str, value: object, original: object) -> N
 def block_end_error(path: KeyPath, found: Difference) -> MutationValidationError:
     """The error when a validated block ends and the copy holds, at key path `path`, a value
     that differs from the original's (`found`, from `difference(..., statics=False)`)."""
-    where = keystr((*path, *found.path)) or "(the root)"
+    where = path_text((*path, *found.path))
     return MutationValidationError(
         f"{_BLOCK_END} {found.what} at key path {where}: {_detail(found)}. "
         + _FIX.format(what=found.what)
