@@ -465,7 +465,7 @@ def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
         for field in found.defaults:
             values[field] = _placed(default_of(layout.cls, field), getattr(target, field))
         children = tuple(values[name] for name in layout.children)
-        return layout.unflatten(layout.flatten(target)[1], children)
+        return layout.with_children(target, children)
     if target is None or not is_node(target):  # A leaf: what was restored into it.
         if entries is not None and not (target is None and entries == {}):
             raise ValueError(

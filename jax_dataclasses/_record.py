@@ -116,6 +116,11 @@ class Layout:
     def declaration(self, name: str) -> Declaration:
         return self._by_name[name]
 
+    def with_children(self, obj: object, children: Sequence[object]) -> Any:
+        """A new instance like `obj` (of this class), with `children` in field order and
+        `obj`'s static values; no `__init__` runs."""
+        return self.unflatten(self.flatten(obj)[1], tuple(children))
+
     def static_values(self, aux: object) -> tuple[object, ...]:
         """The static values of one instance, in `statics` order, from its aux data."""
         if not self.statics:

@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import numpy as np
-from jax import Array, tree_util
+from jax import Array
 from jax.tree_util import GetAttrKey
 
 from jax_dataclasses._evolution import Match, default_of, entries_of, match, names
@@ -219,7 +219,7 @@ def _restored(
                 f"cannot restore field {name!r} of {layout.cls.__qualname__} at path "
                 f"{where!r}: its state lacks the entry {error} that the target's structure needs."
             ) from error
-    return _rebuild(target, children)
+    return layout.with_children(target, children)
 
 
 def _fit(layout: Layout, state: Mapping[str, object], where: str) -> tuple[Match, str | None]:
@@ -287,20 +287,6 @@ def _problems(target: object, state: object, where: str, walked: set[int]) -> li
         if key in state
         for problem in _problems(child, state[key], f"{where}/{key}", walked)
     ]
-
-
-def _rebuild(target: object, children: list[object]) -> object:
-    """`target` with new children, built by the class's unflatten (which skips `__init__`).
-
-    Mapping over `target` with every direct child as a leaf replaces the children in field
-    order and keeps the static fields.
-    """
-    replacements = iter(children)
-
-    def replace(_: object) -> object:
-        return next(replacements)
-
-    return tree_util.tree_map(replace, target, is_leaf=lambda node: node is not target)
 
 
 # -- checkpoints written by jax_dataclasses 1.6 --------------------------------------------
@@ -423,7 +409,7 @@ def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
         else getattr(target, name)
         for name in layout.children
     )
-    return layout.unflatten(layout.flatten(target)[1], new_children)
+    return layout.with_children(target, new_children)
 
 
 def _positions_1_6(layout: Layout) -> tuple[str, ...]:
