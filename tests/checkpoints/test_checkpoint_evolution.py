@@ -412,6 +412,21 @@ def test_strict_by_default() -> None:
         jdc.saved_layout(layer(Dense, "tanh"), state)
 
 
+def test_an_added_field_with_a_default_factory_takes_a_new_value_each_time() -> None:
+    serialization = pytest.importorskip("flax.serialization")
+
+    @jdc.pytree_dataclass
+    class Counted:
+        w: jax.Array
+        seen: list[int] = jdc.field(default_factory=list)
+        __jdc_evolution__ = jdc.Evolution(added=["seen"])
+
+    saved = {"w": np.ones(2)}
+    first = serialization.from_state_dict(Counted(jnp.zeros(2), [1]), saved)
+    second = jdc.from_saved_layout(Counted(jnp.zeros(2), [1]), saved)
+    assert first.seen == [] and second.seen == [] and first.seen is not second.seen
+
+
 # -- the declaration ---------------------------------------------------------------------------
 
 
