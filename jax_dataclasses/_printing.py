@@ -189,16 +189,12 @@ class _Printer:
             owner = next(klass for klass in kind.__mro__ if "__repr__" in klass.__dict__)
             layout = layout_of(kind)
             frozen = layout.frozen if layout is not None else ()
-            entries = [
-                (
-                    f"{f.name}=",
-                    _FrozenField(child) if f.name in frozen else child,
-                )
-                for f in dataclasses.fields(owner)
-                if f.repr
-                for child in (getattr(value, f.name, "<unset>"),)
-            ]
-            return f"{kind.__qualname__}(", entries, ")"
+            shown: list[tuple[str, Any]] = []
+            for f in dataclasses.fields(owner):
+                if f.repr:
+                    child: object = getattr(value, f.name, "<unset>")
+                    shown.append((f"{f.name}=", _FrozenField(child) if f.name in frozen else child))
+            return f"{kind.__qualname__}(", shown, ")"
         return None
 
     def _leaf(self, value: object) -> str:
