@@ -18,7 +18,7 @@ block, and the mesh of `jax.set_mesh`; explicit arguments win.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from contextvars import ContextVar
 from typing import Any, NamedTuple, TypeAlias, cast, overload
 
@@ -113,14 +113,16 @@ class Given(NamedTuple):
 
 
 def resolve(
-    function: str, positional: Sequence[object], rules: object, mesh: AnyMesh | None
+    function: str, *positional: object, rules: object = None, mesh: AnyMesh | None = None
 ) -> Given:
-    """The rules and mesh of a call. The arguments after the tree are the rules, then the
-    mesh as a keyword; a mesh given positionally is recognised by its type, before or after
-    the rules (`shardings(tree, mesh, rules)` is the order of earlier versions). What is not
-    given comes from the context: `sharding_rules`, and the mesh of `jax.set_mesh`."""
-    meshes = [a for a in positional if isinstance(a, Mesh | AbstractMesh)]
-    others = [a for a in positional if not isinstance(a, Mesh | AbstractMesh)]
+    """The rules and mesh of a call. The arguments after the tree (`positional`, None for
+    one not given) are the rules, then the mesh as a keyword; a mesh given positionally is
+    recognised by its type, before or after the rules (`shardings(tree, mesh, rules)` is the
+    order of earlier versions). What is not given comes from the context: `sharding_rules`,
+    and the mesh of `jax.set_mesh`."""
+    given = [a for a in positional if a is not None]
+    meshes = [a for a in given if isinstance(a, Mesh | AbstractMesh)]
+    others = [a for a in given if not isinstance(a, Mesh | AbstractMesh)]
     if len(meshes) > 1 or len(others) > 1 or (meshes and mesh is not None):
         raise TypeError(
             f"jdc.{function} got {len(meshes) + (mesh is not None)} meshes and "
@@ -376,7 +378,7 @@ def partition_specs(
         >>> tuple(specs["dense"].w), tuple(specs["dense"].b), tuple(specs["step"])
         ((None, 'model'), (), ())
     """
-    given = resolve("partition_specs", (rules,) if rules is not None else (), None, mesh)
+    given = resolve("partition_specs", rules, mesh=mesh)
     return map_leaves(tree, Walk(given, default).leaves(tree), lambda leaf: leaf.spec)
 
 
@@ -418,7 +420,7 @@ def shardings(  # pyright: ignore[reportInconsistentOverload]  # rules: in *posi
         >>> tuple(placed.w.sharding.spec)
         ('data', 'model')
     """
-    given = resolve("shardings", positional, rules, mesh)
+    given = resolve("shardings", *positional, rules=rules, mesh=mesh)
     on = given.needs_mesh("shardings")
     leaves = Walk(given, default).leaves(tree)
     return map_leaves(tree, leaves, lambda leaf: NamedSharding(on, leaf.spec))
@@ -460,7 +462,7 @@ def sharded_shapes(  # pyright: ignore[reportInconsistentOverload]  # rules: in 
         >>> target.w.shape, tuple(target.w.sharding.spec)
         ((4, 8), ('data', None))
     """
-    given = resolve("sharded_shapes", positional, rules, mesh)
+    given = resolve("sharded_shapes", *positional, rules=rules, mesh=mesh)
     on = given.needs_mesh("sharded_shapes")
 
     def shape_of(leaf: Leaf) -> Any:

@@ -86,7 +86,7 @@ def check_shardings(
         - field 'w' of Dense at .w (f32[4]): has SingleDeviceSharding, declared P('data')
         Place the tree as declared: jax.device_put(tree, jdc.shardings(tree, rules, ...
     """
-    given = resolve("check_shardings", (rules,) if rules is not None else (), None, mesh)
+    given = resolve("check_shardings", rules, mesh=mesh)
     wrong, unchecked = Report(), Report()
     for leaf in Walk(given, default).leaves(tree):
         where = leaf.declaration.where if leaf.declaration is not None else "undeclared leaf"
@@ -221,7 +221,7 @@ def constrain_shardings(
         >>> doubled(Dense(jnp.ones((4, 8)))).w.shape
         (4, 8)
     """
-    given = resolve("constrain_shardings", (rules,) if rules is not None else (), None, mesh)
+    given = resolve("constrain_shardings", rules, mesh=mesh)
     on = given.needs_mesh("constrain_shardings")
     leaves = Walk(given, default).leaves(tree)
     constrained: T = map_leaves(tree, leaves, lambda leaf: _constrain(leaf.value, leaf.spec, on))
@@ -254,7 +254,7 @@ def with_logical_constraint(
             "dimension of the array, each a logical axis name, None, or a tuple of names, for "
             "example ('batch', None)."
         )
-    given = resolve("with_logical_constraint", (rules,) if rules is not None else (), None, mesh)
+    given = resolve("with_logical_constraint", rules, mesh=mesh)
     on = given.needs_mesh("with_logical_constraint")
     shape: tuple[int, ...] = tuple(getattr(x, "shape", ()))
     fit = AxisRules.of(given.rules, given.mesh).fit(Wanted((), tuple(axes)), shape)
