@@ -338,6 +338,22 @@ class TestConstraints:
             jax.jit(hidden)(jnp.ones((4, 8)))
         assert seen == [P("data", "model")]
 
+    def test_a_python_number_outside_jit_is_kept_as_it_is(self) -> None:
+        @jdc.pytree_dataclass
+        class Scaled:
+            w: jdc.Sharded[jax.Array, "hidden"]
+            gain: float = 0.5
+
+        constrained = jdc.constrain_shardings(Scaled(jnp.ones(4)), RULES, mesh=ONE_DEVICE)
+        assert constrained.gain == 0.5 and type(constrained.gain) is float
+
+    def test_a_replicated_declaration_fits_an_array_on_one_device(self) -> None:
+        @jdc.pytree_dataclass
+        class Row:
+            w: jdc.Sharded[jax.Array, None]
+
+        jdc.check_shardings(Row(jax.device_put(jnp.ones(4), jax.devices()[0])), mesh=ONE_DEVICE)
+
     def test_bad_logical_axes_are_refused_naming_the_array_and_the_fix(self) -> None:
         with pytest.raises(TypeError, match=r"got the axes 'batch': give a tuple"):
             jdc.with_logical_constraint(jnp.ones(4), "batch", RULES, mesh=ONE_DEVICE)  # type: ignore[arg-type]
