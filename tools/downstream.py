@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from tools.venvs import ROOT, ensure_venv, venv_exe  # The venvs are made as dev.py's corners.
+from tools.venvs import ROOT, ensure_venv, run, venv_exe  # The venvs are made as dev.py's corners.
 
 Entry = TypeVar("Entry")
 LISTS = ROOT / "downstream"  # Committed: pins, differences, deselections.
@@ -230,8 +230,7 @@ def install_sdf_packages() -> None:
     log(f"no `gz` or `ign` on PATH: installing {' '.join(SDF_PACKAGES)}")
     apt = [*sudo, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q"]
     for command in ([*apt, "update"], [*apt, "install", "-y", *SDF_PACKAGES]):
-        print("$ " + shlex.join(command), flush=True)
-        if subprocess.call(command) != 0:
+        if run(command) != 0:
             return
 
 
@@ -269,8 +268,7 @@ def fetch_sdist(project: Project, python: Path) -> Path | None:
     if not found:
         command = [str(python), "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
         command += ["--quiet", "-d", str(folder), project.sdist]
-        print("$ " + shlex.join(command), flush=True)
-        subprocess.call(command)
+        run(command)
         found = [p for p in folder.glob("*.tar.gz") if re.fullmatch(pattern, p.name, re.I)]
     if len(found) != 1:
         log(f"could not download the sdist of {project.sdist}")

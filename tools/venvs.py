@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -33,7 +34,8 @@ def as_is(cmd: list[str]) -> list[str]:
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None, wrap: Wrap = as_is) -> int:
-    print("$ " + " ".join(cmd), flush=True)
+    """Run `cmd` in the checkout, shown first as a shell would take it; its exit code."""
+    print("$ " + shlex.join(cmd), flush=True)
     return subprocess.call(wrap(cmd), cwd=ROOT, env=env)
 
 
