@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -132,3 +133,26 @@ def test_test_python_takes_a_supported_version_only(given: list[str]) -> None:
     with pytest.raises(SystemExit, match=r"--python takes one of 3\.11, .*3\.14, 3\.14t"):
         dev.test_corner(given)
     assert dev.test_corner(["--python", "3.14t", "-k", "x"])[2] == ["-k", "x"]
+
+
+@pytest.mark.subprocess
+def test_a_deprecation_fails_the_suite_only_where_the_package_meets_it(tmp_path: Path) -> None:
+    """pyproject.toml's warning filter: a deprecated API that the package calls fails a test
+    (the newest JAX removes what it warns of); one that a third party (orbax, flax) calls
+    inside its own code is reported, not failed, since we cannot change it."""
+    (tmp_path / "test_planted.py").write_text(
+        "import warnings\n\n"
+        "def warn_from(module):\n"
+        "    code = 'import warnings\\nwarnings.warn(\"old\", DeprecationWarning)'\n"
+        "    exec(code, {'__name__': module})\n\n"
+        "def test_ours():\n"
+        "    warn_from('jax_dataclasses._planted')\n\n"
+        "def test_theirs():\n"
+        "    warn_from('orbax.checkpoint._planted')\n"
+    )
+    command = [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml")]
+    command += ["--rootdir", str(tmp_path), "-p", "no:cacheprovider", "-q", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert "DeprecationWarning: old" in result.stdout, result.stdout
+    assert "test_planted.py::test_ours" in result.stdout.split("short test summary")[-1]
+    assert "1 failed, 1 passed" in result.stdout, result.stdout
