@@ -123,8 +123,8 @@ def _why_replace_fails(cls: type, name: str) -> str | None:
     calls `cls.__init__` with every `init` field as a keyword, which only our generated
     `__init__` takes as fields (an own one may mean other things by them), and it refuses an
     `init=False` field and a missing `InitVar` without default."""
-    init = getattr(cls.__init__, "__code__", None)
-    if init is None or not init.co_filename.startswith(FILENAME_PREFIX):
+    code = getattr(inspect.getattr_static(cls, "__init__"), "__code__", None)
+    if code is None or not code.co_filename.startswith(FILENAME_PREFIX):
         return (
             f"it calls {cls.__qualname__}.__init__ again with every field as a keyword, and that "
             "__init__ is not the one generated from the fields (an own __init__ may take other "
