@@ -8,7 +8,8 @@ with `object.__setattr__`, as a frozen dataclass does, and checks static values 
 A class's own `__init__`, and `__post_init__`, run with permission to assign fields
 (`self.x = ...`), not other attributes (a `ContextVar`, per thread and asyncio task, read by
 the frozen `__setattr__`); once they return, every field must be set and every static value
-is checked.
+is checked. Then, as equinox runs them, every `__check_init__` that the instance's class and its
+bases define (`run_check_inits`), never at unflatten.
 
 An undecorated subclass is a pytree with its base's fields when it adds none (the builder
 adopts it). One that adds fields (itself, or through an undecorated class between it and its
@@ -135,6 +136,7 @@ def init_source(
         "__jdc_ok": OK_TYPES,
         "__jdc_check": check_static_value,
         "__jdc_post_init": run_post_init,
+        "__jdc_check_inits": run_check_inits,
     }
     signature = [this]
     body = [f"if __jdc_type({this}) is not __jdc_cls: __jdc_registered({this})"]
@@ -193,6 +195,10 @@ def init_source(
         derived = tuple(f.name for f in fields if not f.init)
         helpers["__jdc_derived"] = derived
         body.append(f"__jdc_post_init({this}, __jdc_derived{initvars})")
+    # Decided here for `cls`; a subclass that runs this `__init__` (adopted, or with
+    # `init=False`) may define one of its own.
+    checks_if = "" if has_check_init(cls) else f"if __jdc_type({this}) is not __jdc_cls: "
+    body.append(f"{checks_if}__jdc_check_inits({this})")
     if pending:  # Decide, then run the code this function has once decided (the same helpers).
         passed = ", ".join(f"{f.name}={f.name}" for f in params)
         record = f"__jdc_cls.{LAYOUT_ATTR}"
@@ -259,8 +265,32 @@ def wrap_own_init(init: Callable[..., None]) -> Callable[..., None]:
         finally:
             end_construction(started)
         check_fields(self)
+        run_check_inits(self)
 
     return __init__
+
+
+CHECK_INIT = "__check_init__"
+
+
+def has_check_init(cls: type) -> bool:
+    """Whether `cls` or a base defines equinox's `__check_init__`."""
+    return any(CHECK_INIT in klass.__dict__ for klass in cls.__mro__)
+
+
+def run_check_inits(obj: object) -> None:
+    """Run equinox's `__check_init__` as equinox runs it, once an instance is constructed: the
+    one of each class in the MRO of `obj`'s class that defines one, the class's own first, on
+    the frozen instance (a migrated base's checks keep running for every subclass, without
+    `super()`). Not while an own `__init__` further out (`super().__init__`) is still
+    constructing `obj`: that one runs them when it returns. JAX's unflatten, `copy_and_mutate`
+    and `eqx.tree_at` run none, as in equinox."""
+    if is_constructing(obj):
+        return
+    for klass in type(obj).__mro__:
+        check = klass.__dict__.get(CHECK_INIT)
+        if check is not None:
+            check(obj)
 
 
 class DerivedFieldWarning(UserWarning):

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
+from jax_dataclasses._codegen import FILENAME_PREFIX
 from jax_dataclasses._construct import is_constructing, is_initvar, raise_unregistered
 from jax_dataclasses._record import layout_of
 from jax_dataclasses._tree_api import flatten_one_level
@@ -101,11 +102,44 @@ def frozen_delattr(self: object, name: str) -> None:
 
 
 def refuse_assignment(obj: object, name: str) -> NoReturn:
+    """Refuse `obj.name = ...`, with a fix that works for the class: `jdc.replace` where it
+    can make the copy, `jdc.copy_and_mutate` (which works on every class) where it cannot."""
+    cls = type(obj)
+    start = f"cannot assign to field {name!r} of {cls.__qualname__}: pytree dataclass instances are frozen."
+    why_not = _why_replace_fails(cls, name)
+    if why_not is None:
+        raise dataclasses.FrozenInstanceError(
+            f"{start} Use jdc.replace(obj, {name}=...) for a changed copy, or "
+            "`with jdc.copy_and_mutate(obj) as copy:` to edit a copy in place."
+        )
     raise dataclasses.FrozenInstanceError(
-        f"cannot assign to field {name!r} of {type(obj).__qualname__}: pytree dataclass "
-        f"instances are frozen. Use jdc.replace(obj, {name}=...) for a changed copy, or "
-        "`with jdc.copy_and_mutate(obj) as copy:` to edit a copy in place."
+        f"{start} Edit a copy in place: `with jdc.copy_and_mutate(obj) as copy: copy.{name} = "
+        f"...`. (jdc.replace(obj, {name}=...) cannot make this copy: {why_not}.)"
     )
+
+
+def _why_replace_fails(cls: type, name: str) -> str | None:
+    """Why `dataclasses.replace(obj, name=...)` cannot copy an instance of `cls`, or None: it
+    calls `cls.__init__` with every `init` field as a keyword, which only our generated
+    `__init__` takes as fields (an own one may mean other things by them), and it refuses an
+    `init=False` field and a missing `InitVar` without default."""
+    code = getattr(inspect.getattr_static(cls, "__init__"), "__code__", None)
+    if code is None or not code.co_filename.startswith(FILENAME_PREFIX):
+        return (
+            f"it calls {cls.__qualname__}.__init__ again with every field as a keyword, and that "
+            "__init__ is not the one generated from the fields (an own __init__ may take other "
+            "parameters, or treat the stored values as new input)"
+        )
+    declared: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__", {})
+    if name in declared and not declared[name].init:
+        return f"field {name!r} has init=False, which replace refuses"
+    initvar = next(
+        (f.name for f in declared.values() if is_initvar(f) and f.default is dataclasses.MISSING),
+        None,
+    )
+    if initvar is not None:
+        return f"it needs the InitVar {initvar!r} given again, which the instance does not keep"
+    return None
 
 
 def refuse_non_field(obj: object, name: str) -> NoReturn:
