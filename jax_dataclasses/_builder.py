@@ -38,7 +38,6 @@ from jax_dataclasses._declarations import (
     Declaration,
     Pending,
     declare,
-    declaring_class,
 )
 from jax_dataclasses._defaults import (
     hide_array_defaults,
@@ -58,7 +57,7 @@ from jax_dataclasses._frozen import (
 )
 from jax_dataclasses._printing import dataclass_repr, repr_pretty
 from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, recorded, register, tree_sources
-from jax_dataclasses._scope import Scope, class_scope, signature_of
+from jax_dataclasses._scope import Scope, class_scope, declaring_class, signature_of
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 _OPTIONS: Mapping[str, bool] = MappingProxyType(
@@ -290,8 +289,9 @@ def _compile(
 class _Deferral:
     """The one deferral: names that a class's annotations used before they were defined are
     decided at the class's first use (the generated `__init__`, flatten, keyed flatten and
-    unflatten call `settle` first, as does everything that reads the declarations), read
-    again in the scope that defines the class, as it is then. Then the class is built again with the
+    unflatten call `settle` first, as does everything that reads the declarations): only
+    those names are looked up, in the scope that defines the class as it is then; every
+    other name keeps the value it had at decoration (`Pending.names`). Then the class is built again with the
     declarations decided, and its functions take the new code in place: the same layout then
     costs what it costs any class. A field whose name is still undefined (imported under
     `TYPE_CHECKING` only) is a child, for good."""

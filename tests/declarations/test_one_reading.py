@@ -154,3 +154,54 @@ def test_a_plain_mixins_annotation_does_not_hide_the_bases_declaration(spelling:
     layer = module.Layer(jnp.ones((2, 4)))
     assert jdc.partition_specs(layer).w == P(None, "model")
     assert statics(module.Layer) == ("n",)
+
+
+CLASSES_MADE_IN_A_LOOP = """
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+
+def make_models():
+    models = []
+    for axis in ("data", "model"):
+        @jdc.pytree_dataclass
+        class Model:
+            bias: jdc.Sharded[jax.Array, axis]
+            block: BLOCK
+
+        models.append(Model)
+    axis = "neither"
+    return models
+
+models = []
+for axis in ("data", "model"):
+    @jdc.pytree_dataclass
+    class Model:
+        bias: jdc.Sharded[jax.Array, axis]
+        block: BLOCK
+
+    models.append(Model)
+axis = "neither"
+
+@jdc.pytree_dataclass
+class Block:
+    w: jax.Array
+"""
+
+
+@pytest.mark.parametrize("where", ["module", "function"])
+@pytest.mark.parametrize("spelling", [*SPELLINGS, "string"])
+def test_a_class_made_in_a_loop_keeps_the_names_defined_when_it_was_decorated(
+    spelling: str, where: str
+) -> None:
+    """Issue 39: only the name undefined at decoration (`Block`) is decided at the first use;
+    `axis` keeps its value from then (the whole annotation was read again after the loop:
+    `bias` sharded along 'data' and `block.w` along the loop's last axis, or none).
+    "string": the annotation in quotes, without the future import (read the same on 3.11)."""
+    block = "jdc.Sharded[Block, axis]"
+    source = CLASSES_MADE_IN_A_LOOP.replace("BLOCK", repr(block) if spelling == "string" else block)
+    module = define(source, spelling)
+    models = module.models if where == "module" else module.make_models()
+    for model, axis in zip(models, ("data", "model"), strict=True):
+        specs = jdc.partition_specs(model(jnp.ones(2), module.Block(jnp.ones(2))))
+        assert (specs.bias, specs.block.w) == (P(axis), P(axis))
