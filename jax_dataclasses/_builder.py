@@ -55,7 +55,7 @@ from jax_dataclasses._frozen import (
     slots_getstate,
     slots_setstate,
 )
-from jax_dataclasses._printing import dataclass_repr, repr_pretty
+from jax_dataclasses._printing import repr_sources
 from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, recorded, register, tree_sources
 from jax_dataclasses._scope import Scope, class_scope, declaring_class, signature_of
 
@@ -195,9 +195,6 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
             methods["__init__"] = wrap_own_init(init)
     if "__hash__" in cls.__dict__ and cls.__dataclass_params__.unsafe_hash:  # type: ignore[attr-defined]
         methods["__hash__"] = hash_naming_the_field(cls.__dict__["__hash__"])
-    if options["repr"] and not own_repr:
-        methods["__repr__"] = dataclass_repr
-        methods["_repr_pretty_"] = repr_pretty
     if not hasattr(cls, MUTABILITY_ATTR):  # What 1.6 code reads on any instance.
         methods[MUTABILITY_ATTR] = Mutability.FROZEN
     if options["slots"] and not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
@@ -209,9 +206,14 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
         methods["__abstractmethods__"] = abstract
     _record_options(cls, options)
     deferral = _Deferral.of(cls, pending, inherited)
-    layout = _compile(cls, declarations, deferral, generate_init, evolution, namespace, params)
+    generate_repr = options["repr"] and not own_repr
+    layout, functions = _compile(
+        cls, declarations, deferral, generate_init, evolution, namespace, params, generate_repr
+    )
     if layout.init is not None:
         methods["__init__"] = layout.init
+    if generate_repr:  # The class's own: copied with it (cloudpickle, `copy`), never inherited.
+        methods.update((name, functions[name]) for name in ("__repr__", "_repr_pretty_"))
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
     _install(cls, methods)
@@ -273,17 +275,21 @@ def _compile(
     evolution: Evolution = NO_EVOLUTION,
     namespace: Mapping[str, object] | None = None,
     params: list[dataclasses.Field[Any]] | None = None,
-) -> Layout:
+    generate_repr: bool = False,
+) -> tuple[Layout, dict[str, Callable[..., Any]]]:
     """The class's layout, with its generated functions compiled in one go (`namespace`: the
-    one an automatic build started from)."""
+    one an automatic build started from); and the functions by name (with `generate_repr`,
+    `__repr__` and `_repr_pretty_` among them)."""
     children = tuple(d.name for d in declarations if d.static is None)
     statics = tuple(d.name for d in declarations if d.static is not None)
     sources = tree_sources(cls, children, statics, deferral is not None)
     if generate_init:
         sources.append(init_source(cls, statics, deferral is not None, params))
+    if generate_repr:
+        sources.extend(repr_sources())
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
-    return Layout(cls, declarations, functions, reload, settle, evolution, namespace)
+    return Layout(cls, declarations, functions, reload, settle, evolution, namespace), functions
 
 
 class _Deferral:
@@ -317,7 +323,7 @@ class _Deferral:
             declarations = tuple(self._decide(d) for d in layout.declarations)
             evolution = declared_evolution(self.cls, declarations)  # Checked as decided.
             init = layout.init
-            rebuilt = _compile(
+            rebuilt, _ = _compile(
                 self.cls, declarations, None, init is not None, evolution, layout.namespace
             )
             # `__init__` first: once the record is no longer pending, a call that decides
@@ -348,7 +354,7 @@ def reload(
     """Register a class cloudpickle rebuilds, as it unpickles the class's attributes, with our
     `__init__` as decided in the pickling process (`Layout.__reduce__`). A pickle made before
     classes had an `Evolution` has none."""
-    layout = _compile(cls, declarations, None, False, evolution)
+    layout, _ = _compile(cls, declarations, None, False, evolution)
     layout.init = init
     register(layout)
     return cast(Layout, recorded(cls))
@@ -474,7 +480,7 @@ def adopt(sub: type) -> None:
     _install(sub, methods)
     inherited = {d.name: parent.cls for d in parent.declarations} if parent.pending else {}
     deferral = _Deferral.of(sub, (), inherited)
-    register(_compile(sub, parent.declarations, deferral, False, parent.evolution))
+    register(_compile(sub, parent.declarations, deferral, False, parent.evolution)[0])
 
 
 # -- the methods every class gets, and how they are installed -------------------------------

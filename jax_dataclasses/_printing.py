@@ -22,6 +22,7 @@ import numpy as np
 from jax import Array, core
 from jax.sharding import NamedSharding
 
+from jax_dataclasses._codegen import FILENAME_PREFIX, FunctionSource
 from jax_dataclasses._record import layout_of
 
 SMALL_ARRAY = 8
@@ -233,11 +234,11 @@ def _has_values(dtype: object) -> bool:
 def _generated_repr(cls: type) -> bool:
     """Whether `cls` prints with our repr or the one `dataclasses` generates (so its fields can
     be laid out here), rather than a `__repr__` of its own (or none: `repr=False`)."""
-    method = cast(Any, cls).__repr__
-    if method is dataclass_repr:
-        return True
-    code = getattr(method, "__code__", None)
-    return code is not None and code.co_filename in _GENERATED_REPR_FILES
+    code = getattr(cast(Any, cls).__repr__, "__code__", None)
+    if code is None:
+        return False
+    ours = code.co_filename.startswith(FILENAME_PREFIX) and code.co_name == "__repr__"
+    return ours or code.co_filename in _GENERATED_REPR_FILES
 
 
 def _values(array: np.ndarray[Any, Any]) -> str:
@@ -248,9 +249,23 @@ _GENERATED_REPR_FILES = frozenset({dataclasses.__file__, reprlib.__file__})
 """Where the `__repr__` that `dataclasses` generates is defined (a wrapper, on every version)."""
 
 
-def dataclass_repr(self: object) -> str:
-    """`__repr__` of pytree dataclasses that do not define their own."""
-    return pformat(self)
+def repr_sources() -> list[FunctionSource]:
+    """`__repr__` and IPython's `_repr_pretty_` of a pytree dataclass that does not define its
+    own, generated for each class (as `dataclasses` generates its `__repr__`): a tool that
+    copies classes (cloudpickle, by value) omits a method a class shares with its base as
+    inherited, and the printer lays out the fields of the first class in the MRO holding a
+    repr, so a subclass holding its base's function would print as its base."""
+    return [
+        FunctionSource(
+            "__repr__", ["self"], ["return __jdc_pformat(self)"], {"__jdc_pformat": pformat}
+        ),
+        FunctionSource(
+            "_repr_pretty_",
+            ["self", "printer", "cycle"],
+            ["__jdc_repr_pretty(self, printer, cycle)"],
+            {"__jdc_repr_pretty": repr_pretty},
+        ),
+    ]
 
 
 _IPYTHON_PRINTER = ("output_width", "buffer", "group_queue", "_break_one_group", "indent")

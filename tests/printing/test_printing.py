@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import define, run_python
 
 import jax_dataclasses as jdc
 
@@ -258,3 +260,40 @@ def test_deep_nesting_prints() -> None:
         node = Holder(0.0, node)  # type: ignore[arg-type]
     lines = jdc.pformat(node).splitlines()
     assert lines[0] == "Holder(" and lines[-1] == ")"
+
+
+SUBCLASS_PICKLED_BY_VALUE = """
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class Base:
+    a: float = 1.0
+
+@jdc.pytree_dataclass
+class Sub(Base):
+    b: float = 2.0
+    n: jdc.Static[int] = 5
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("spelling", ["future import", "evaluated"])
+def test_a_subclass_pickled_by_value_prints_its_own_fields(spelling: str, tmp_path: Path) -> None:
+    """Issue 39: each class holds its own generated repr. cloudpickle leaves out of a class it
+    copies what the class shares with a base as inherited: with one repr function for every
+    class, the copy printed its base's fields (`Sub(a=1.0)`), also for new instances."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    module = define(SUBCLASS_PICKLED_BY_VALUE, spelling)
+    cloudpickle.register_pickle_by_value(module)  # As for `__main__` or a notebook.
+    try:
+        (tmp_path / "sub.pkl").write_bytes(cloudpickle.dumps((module.Sub, module.Sub(b=3.0))))
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)
+    load = "import pickle, sys\nSub, sub = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+    load += "print(sub)\nprint(Sub())\nprint(Sub.__repr__.__qualname__)"
+    output = run_python(["-c", load, str(tmp_path / "sub.pkl")])
+    assert output.split("\n")[:3] == [
+        "Sub(a=1.0, b=3.0, n=5)",
+        "Sub(a=1.0, b=2.0, n=5)",
+        "Sub.__repr__",
+    ]
