@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
-from helpers import children, statics
+from helpers import children, define, statics
 from typing_extensions import dataclass_transform
 
 import jax_dataclasses as jdc
@@ -88,6 +88,38 @@ class Kernel(abc.ABC):
     def evaluate(self, x: jax.Array) -> jax.Array: ...
 
 
+DECORATED_BELOW_OURS = """
+import dataclasses
+import functools
+from typing_extensions import dataclass_transform
+import jax_dataclasses as jdc
+
+@dataclass_transform()
+@jdc.pytree_dataclass
+class Base:
+    a: float = 1.0
+
+def tagged(cls):
+    cls.tag = "tagged"
+    plain = cls.predict
+
+    @functools.wraps(plain)
+    def predict(self):
+        return plain(self) * 2
+
+    cls.predict = predict
+    return cls
+
+@jdc.pytree_dataclass(kw_only=True)
+@tagged
+class Sub(Base):
+    b: float = dataclasses.field(default_factory=lambda: 2.0)
+
+    def predict(self):
+        return self.a
+"""
+
+
 class TestUsersSubclasses:
     def test_a_subclass_without_decorator_is_a_pytree_dataclass(self) -> None:
         class SpectralMixture(Kernel):
@@ -124,6 +156,18 @@ class TestUsersSubclasses:
         assert jax.tree.leaves(jax.tree.map(lambda v: v + 1, low)) == [2.0, 2.0]
         with pytest.raises(TypeError, match="Shifted is already a pytree dataclass: decorate it"):
             jdc.pytree_dataclass(Shifted)
+
+    @pytest.mark.parametrize("spelling", ["future import", "evaluated"])
+    def test_a_decorator_below_ours_keeps_its_work(self, spelling: str) -> None:
+        """Issue 39: our decorator takes back only what the build as the class was created
+        did, as the standard library keeps every decorator's work (it put back the whole
+        namespace of the class statement: `tag` gone, `predict` unwrapped)."""
+        module = define(DECORATED_BELOW_OURS, spelling)
+        sub = module.Sub(3.0, b=4.0)
+        assert (module.Sub.tag, sub.predict(), module.Sub().b) == ("tagged", 6.0, 2.0)
+        assert repr(sub) == "Sub(a=3.0, b=4.0)" and jax.tree.leaves(sub) == [3.0, 4.0]
+        with pytest.raises(TypeError, match="takes from 1 to 2 positional"):  # kw_only applied
+            module.Sub(1.0, 2.0)
 
     def test_class_keywords_are_the_options(self) -> None:
         class Keyword(Kernel, kw_only=True):
