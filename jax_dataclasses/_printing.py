@@ -113,10 +113,13 @@ def _sharded_axes(array: Any) -> tuple[Any, ...]:
 class _Printer:
     """One `pformat` call: the width, the array style, and the nodes on the current path."""
 
-    def __init__(self, width: int, short_arrays: bool) -> None:
+    def __init__(self, width: int, short_arrays: bool, own: object = None) -> None:
         self.width = width
         self.short_arrays = short_arrays
         self.path: set[int] = set()
+        self.own = own
+        """The object whose generated `__repr__` prints: a node, whatever `__repr__` its class
+        has now (a decorator's wrapper around ours, which calls ours)."""
 
     def format(self, value: Any, indent: int, used: int | None = None) -> str:
         """`value` on one line if it fits, else over several, closing at `indent`. `used`: the
@@ -184,7 +187,7 @@ class _Printer:
                 entries = [(f"{name}=", getattr(items, name)) for name in fields]
                 return f"{kind.__qualname__}(", entries, ")"
             return "(", [("", child) for child in items], ")"
-        if dataclasses.is_dataclass(value) and _generated_repr(kind):
+        if dataclasses.is_dataclass(value) and (value is self.own or _generated_repr(kind)):
             # The fields of the class whose repr it is, as in the standard library: a subclass
             # with `repr=False` prints as its base does.
             owner = next(klass for klass in kind.__mro__ if "__repr__" in klass.__dict__)
@@ -249,6 +252,13 @@ _GENERATED_REPR_FILES = frozenset({dataclasses.__file__, reprlib.__file__})
 """Where the `__repr__` that `dataclasses` generates is defined (a wrapper, on every version)."""
 
 
+def _generated_text(obj: object) -> str:
+    """What the generated `__repr__` of `obj`'s class returns: `pformat(obj)`, `obj` laid out
+    by its fields even where a decorator wrapped that `__repr__` (as a leaf, it would call
+    the wrapper, which calls this again)."""
+    return _Printer(80, True, obj).format(obj, 0)
+
+
 def repr_sources() -> list[FunctionSource]:
     """`__repr__` and IPython's `_repr_pretty_` of a pytree dataclass that does not define its
     own, generated for each class (as `dataclasses` generates its `__repr__`): a tool that
@@ -257,7 +267,7 @@ def repr_sources() -> list[FunctionSource]:
     repr, so a subclass holding its base's function would print as its base."""
     return [
         FunctionSource(
-            "__repr__", ["self"], ["return __jdc_pformat(self)"], {"__jdc_pformat": pformat}
+            "__repr__", ["self"], ["return __jdc_repr(self)"], {"__jdc_repr": _generated_text}
         ),
         FunctionSource(
             "_repr_pretty_",

@@ -262,6 +262,32 @@ def test_deep_nesting_prints() -> None:
     assert lines[0] == "Holder(" and lines[-1] == ")"
 
 
+def test_a_wrapper_around_the_generated_repr_prints_the_fields_as_with_the_standard_library() -> (
+    None
+):
+    """A decorator that wraps the generated `__repr__` (logging, decoration) calls ours, which
+    lays out the fields, as with the standard library's (it recursed: the printer took the
+    wrapped object for a leaf and called the wrapper again)."""
+
+    def wrapping(cls: type) -> type:
+        plain = cls.__repr__
+        cls.__repr__ = lambda self: f"<{plain(self)}>"  # type: ignore[method-assign,assignment]
+        return cls
+
+    @wrapping
+    @jdc.pytree_dataclass
+    class Point:
+        x: float
+
+    @wrapping
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        x: float
+
+    Point.__qualname__, Plain.__qualname__ = "Point", "Plain"  # Short: on one line.
+    assert repr([Point(1.0)]) == repr([Plain(1.0)]).replace("Plain", "Point") == "[<Point(x=1.0)>]"
+
+
 SUBCLASS_PICKLED_BY_VALUE = """
 import sys
 import cloudpickle
