@@ -14,6 +14,7 @@ cloudpickle rebuilds (`reload`). Only this module calls the code generator, `reg
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import threading
@@ -38,7 +39,6 @@ from jax_dataclasses._declarations import (
     Declaration,
     Pending,
     declare,
-    declaring_class,
 )
 from jax_dataclasses._defaults import (
     hide_array_defaults,
@@ -56,9 +56,9 @@ from jax_dataclasses._frozen import (
     slots_getstate,
     slots_setstate,
 )
-from jax_dataclasses._printing import dataclass_repr, repr_pretty
+from jax_dataclasses._printing import repr_sources
 from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, recorded, register, tree_sources
-from jax_dataclasses._scope import Scope, class_scope, signature_of
+from jax_dataclasses._scope import Scope, class_scope, declaring_class, signature_of
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 _OPTIONS: Mapping[str, bool] = MappingProxyType(
@@ -150,10 +150,11 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
     """Build a decorated class, top to bottom: check it, let `dataclasses` collect its
     fields, declare every field (the one reading of its annotations), generate and compile
     its functions once, install them once, register it. `automatic`: a subclass of a base
-    that makes its subclasses pytree dataclasses (`_subclass_hook`), built as it is created;
-    a decorator that comes after builds it again with its own options."""
+    that makes its subclasses pytree dataclasses (`_subclass_hook`), built as it is created,
+    recording what it changes (`Layout.built`): a decorator that comes after takes that back
+    and builds it again with its own options."""
     cls = _check_decoratable(target)
-    namespace = dict(cls.__dict__) if automatic else None
+    before = _as_written(cls) if automatic else None
     own_init = cls.__dict__.get("__init__")
     own_repr = "__repr__" in cls.__dict__
     if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `adopt` before this decorator ran.
@@ -182,7 +183,8 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
     try:  # Field order errors, as `dataclasses` raises them then.
         params = init_parameters(cls) if options["init"] else None
     except TypeError as error:
-        if automatic:  # `kw_only=True` may mend it: a decorator may come.
+        if before is not None:  # `kw_only=True` may mend it: a decorator may come.
+            _undo(cls, _changes(cls, before))
             raise _NeedsOptions(error) from error
         raise
     generate_init = options["init"] and own_init is None
@@ -196,9 +198,6 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
             methods["__init__"] = wrap_own_init(init)
     if "__hash__" in cls.__dict__ and cls.__dataclass_params__.unsafe_hash:  # type: ignore[attr-defined]
         methods["__hash__"] = hash_naming_the_field(cls.__dict__["__hash__"])
-    if options["repr"] and not own_repr:
-        methods["__repr__"] = dataclass_repr
-        methods["_repr_pretty_"] = repr_pretty
     if not hasattr(cls, MUTABILITY_ATTR):  # What 1.6 code reads on any instance.
         methods[MUTABILITY_ATTR] = Mutability.FROZEN
     if options["slots"] and not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
@@ -210,12 +209,19 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
         methods["__abstractmethods__"] = abstract
     _record_options(cls, options)
     deferral = _Deferral.of(cls, pending, inherited)
-    layout = _compile(cls, declarations, deferral, generate_init, evolution, namespace, params)
+    generate_repr = options["repr"] and not own_repr
+    layout, functions = _compile(
+        cls, declarations, deferral, generate_init, evolution, params, generate_repr
+    )
     if layout.init is not None:
         methods["__init__"] = layout.init
+    if generate_repr:  # The class's own: copied with it (cloudpickle, `copy`), never inherited.
+        methods.update((name, functions[name]) for name in ("__repr__", "_repr_pretty_"))
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
     _install(cls, methods)
+    if before is not None:
+        layout.built = _changes(cls, before)
     register(layout)
     return cls
 
@@ -272,26 +278,29 @@ def _compile(
     deferral: _Deferral | None,
     generate_init: bool,
     evolution: Evolution = NO_EVOLUTION,
-    namespace: Mapping[str, object] | None = None,
     params: list[dataclasses.Field[Any]] | None = None,
-) -> Layout:
-    """The class's layout, with its generated functions compiled in one go (`namespace`: the
-    one an automatic build started from)."""
+    generate_repr: bool = False,
+) -> tuple[Layout, dict[str, Callable[..., Any]]]:
+    """The class's layout, with its generated functions compiled in one go; and the functions
+    by name (with `generate_repr`, `__repr__` and `_repr_pretty_` among them)."""
     children = tuple(d.name for d in declarations if d.static is None)
     statics = tuple(d.name for d in declarations if d.static is not None)
     sources = tree_sources(cls, children, statics, deferral is not None)
     if generate_init:
         sources.append(init_source(cls, statics, deferral is not None, params))
+    if generate_repr:
+        sources.extend(repr_sources())
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
-    return Layout(cls, declarations, functions, reload, settle, evolution, namespace)
+    return Layout(cls, declarations, functions, reload, settle, evolution), functions
 
 
 class _Deferral:
     """The one deferral: names that a class's annotations used before they were defined are
     decided at the class's first use (the generated `__init__`, flatten, keyed flatten and
-    unflatten call `settle` first, as does everything that reads the declarations), read
-    again in the scope that defines the class, as it is then. Then the class is built again with the
+    unflatten call `settle` first, as does everything that reads the declarations): only
+    those names are looked up, in the scope that defines the class as it is then; every
+    other name keeps the value it had at decoration (`Pending.names`). Then the class is built again with the
     declarations decided, and its functions take the new code in place: the same layout then
     costs what it costs any class. A field whose name is still undefined (imported under
     `TYPE_CHECKING` only) is a child, for good."""
@@ -317,9 +326,8 @@ class _Deferral:
             declarations = tuple(self._decide(d) for d in layout.declarations)
             evolution = declared_evolution(self.cls, declarations)  # Checked as decided.
             init = layout.init
-            rebuilt = _compile(
-                self.cls, declarations, None, init is not None, evolution, layout.namespace
-            )
+            rebuilt, _ = _compile(self.cls, declarations, None, init is not None, evolution)
+            rebuilt.built = layout.built  # What an automatic build changed stays its record.
             # `__init__` first: once the record is no longer pending, a call that decides
             # finds nothing to wait for and calls `__init__` again, which must be decided.
             # (Until then a new `__init__` may meet the old flatten, which waits, then calls
@@ -348,7 +356,7 @@ def reload(
     """Register a class cloudpickle rebuilds, as it unpickles the class's attributes, with our
     `__init__` as decided in the pickling process (`Layout.__reduce__`). A pickle made before
     classes had an `Evolution` has none."""
-    layout = _compile(cls, declarations, None, False, evolution)
+    layout, _ = _compile(cls, declarations, None, False, evolution)
     layout.init = init
     register(layout)
     return cast(Layout, recorded(cls))
@@ -416,13 +424,11 @@ def _build_automatically(sub: type, options: dict[str, object]) -> None:
                 f"{base.__qualname__} with the options it needs (kw_only=True), or give them "
                 f"as class keywords (class {base.__name__}(..., kw_only=True))."
             ) from failed
-    namespace = dict(sub.__dict__)
     try:
         _decorate(sub, _checked_options(options), automatic=True)
-    except _NeedsOptions as needs:
-        _restore_namespace(sub, namespace)
-        error = needs.error
-        _install(sub, {"__init__": failed_init(sub, error, namespace.get("__init__"))})
+    except _NeedsOptions as needs:  # The class is as it was (`_decorate` took its work back).
+        own = sub.__dict__.get("__init__")
+        _install(sub, {"__init__": failed_init(sub, needs.error, own)})
 
 
 class _NeedsOptions(Exception):
@@ -474,19 +480,41 @@ def adopt(sub: type) -> None:
     _install(sub, methods)
     inherited = {d.name: parent.cls for d in parent.declarations} if parent.pending else {}
     deferral = _Deferral.of(sub, (), inherited)
-    register(_compile(sub, parent.declarations, deferral, False, parent.evolution))
+    register(_compile(sub, parent.declarations, deferral, False, parent.evolution)[0])
 
 
 # -- the methods every class gets, and how they are installed -------------------------------
 
 
-def _restore_namespace(cls: type, namespace: Mapping[str, object]) -> None:
-    """Put back the namespace a class's automatic build started from (its registration
-    with JAX stays: a build that follows gives JAX's functions new code)."""
-    for name in [name for name in cls.__dict__ if name not in namespace]:
-        if name != LAYOUT_ATTR:
+def _changes(cls: type, before: Mapping[str, object]) -> tuple[tuple[str, object, object], ...]:
+    """What a build changed on `cls`, whose namespace was `before`: for each attribute, its
+    name, its value before (`_GONE`: none) and the one the build left (`Layout.built`). The
+    record apart: its registration with JAX stays (a build that follows gives JAX's
+    functions new code)."""
+    names = [*before, *(name for name in cls.__dict__ if name not in before)]
+    return tuple(
+        (name, before.get(name, _GONE), cls.__dict__.get(name, _GONE))
+        for name in names
+        if name != LAYOUT_ATTR and cls.__dict__.get(name, _GONE) is not before.get(name, _GONE)
+    )
+
+
+def _as_written(cls: type) -> dict[str, object]:
+    """The namespace of `cls` before a build, each `Field` in it copied: `dataclasses` fills
+    them in (`kw_only` among them), and a decorator that follows must find them as written."""
+    fields = [name for name, value in cls.__dict__.items() if isinstance(value, dataclasses.Field)]
+    return {**cls.__dict__, **{name: copy.copy(cls.__dict__[name]) for name in fields}}
+
+
+def _undo(cls: type, changes: tuple[tuple[str, object, object], ...]) -> None:
+    """Take back a build's `changes` where the class still holds what the build left. What
+    another decorator did since (an attribute it added, a method it wrapped) stays, as the
+    standard library keeps every decorator's work: never a namespace put back whole."""
+    ours = [(name, was) for name, was, left in changes if cls.__dict__.get(name, _GONE) is left]
+    for name, was in ours:
+        if was is _GONE:
             delattr(cls, name)
-    _install(cls, {k: v for k, v in namespace.items() if cls.__dict__.get(k, _GONE) is not v})
+    _install(cls, {name: was for name, was in ours if was is not _GONE})
 
 
 _GONE = object()
@@ -519,8 +547,8 @@ def _check_decoratable(cls: object) -> type:
             "@pytree_dataclass(...)) directly above a class statement."
         )
     layout = recorded(cls)
-    if layout is not None and layout.namespace is not None:  # Built as it was created.
-        _restore_namespace(cls, layout.namespace)
+    if layout is not None and layout.built is not None:  # Built as it was created.
+        _undo(cls, layout.built)
     elif cls.__dict__.get("__setattr__") is frozen_setattr:
         raise TypeError(f"{cls.__qualname__} is already a pytree dataclass: decorate it once.")
     leftover = other_pytree_maker(cls)

@@ -9,8 +9,10 @@ the class is decorated, and every feature reads the `Declaration`s stored with t
 anywhere else (`Optional[Static[int]]`) is an error, never a silently dynamic, replicated or
 trained value. Strings are read, not evaluated as a whole: each dotted name is looked up in
 the `Scope` that defines the class, `Literal` values and metadata are values. An annotation
-whose outermost part names something not defined yet is `pending`: the builder reads it again
-at the class's first use (`Pending.decide`).
+whose outermost part names something not defined yet is `pending`: at the class's first use
+the builder decides it (`Pending.decide`), looking up only the names that were undefined; every
+name defined at decoration keeps the value it had then (`Names`), so a loop's next iteration or
+a name bound again in between cannot re-decide what was read.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import contextlib
 import dataclasses
 import keyword
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, NamedTuple, NoReturn, cast
 
 import typing_extensions
@@ -38,7 +40,7 @@ from jax_dataclasses._forms import (
     axes_of,
     metadata_mark,
 )
-from jax_dataclasses._scope import Namespaces, Scope, class_annotations
+from jax_dataclasses._scope import Namespaces, Scope
 
 # -- what one field declares ----------------------------------------------------------------
 
@@ -90,14 +92,21 @@ class Unreadable:
     error: str
 
 
+Names = dict[str, tuple[object, bool]]
+"""The names a reading resolved: each one's value, and whether an enclosing function or class
+body held it (`_Reader.lookup`). A pending annotation's decision reads them as they were."""
+
+
 class Pending(NamedTuple):
-    """A field or parameter whose annotation named something not defined when it was read;
-    `decide` reads it again, in the same scope, as it is now."""
+    """A field or parameter whose annotation named something not defined when it was read:
+    the annotation as read then, and the `names` that resolved then; `decide` looks up only
+    the others, in the same scope, as it is now."""
 
     name: str
     where: str
-    read_annotation: Callable[[], object]
+    annotation: object
     scope: Scope
+    names: Names
     mark: Mark | None = None
     """The field's metadata mark, if any (it decides when the annotation does not)."""
     owner: str = ""
@@ -106,7 +115,7 @@ class Pending(NamedTuple):
     def decide(self) -> Reading:
         """The annotation's reading now. A name still undefined (imported under
         `TYPE_CHECKING` only) cannot make it Static: such a field is a child, for good."""
-        return read(self.read_annotation(), self.where, self.scope, final=True)
+        return read(self.annotation, self.where, self.scope, final=True, names=dict(self.names))
 
     def declaration(self) -> Declaration:
         """The field's declaration, decided now (`decide`)."""
@@ -122,8 +131,9 @@ def declare(
     one its metadata makes, until decided)."""
     where = f"field {name!r} of {owner.__qualname__}"
     mark = metadata_mark(metadata)
+    names: Names = {}
     try:
-        reading = read(annotation, where, scope)
+        reading = read(annotation, where, scope, names=names)
     except StaticAnnotationError:
         if mark is None:
             raise
@@ -131,18 +141,7 @@ def declare(
     declared = from_reading(name, owner.__qualname__, reading, mark)
     if not reading.pending:
         return declared, None
-    reread = _rereader(owner, name, annotation)
-    return declared, Pending(name, where, reread, scope, mark, owner.__qualname__)
-
-
-def declaring_class(cls: type, f: dataclasses.Field[Any]) -> type:
-    """The class whose annotation created field `f` of `cls` (a field is inherited as the same
-    object, so a plain mixin's bare annotation of the same name is not it)."""
-    owner = cls
-    for base in cls.__mro__[1:]:
-        if base.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
-            owner = base
-    return owner
+    return declared, Pending(name, where, annotation, scope, names, mark, owner.__qualname__)
 
 
 def from_reading(name: str, owner: str, reading: Reading, mark: Mark | None) -> Declaration:
@@ -163,11 +162,6 @@ def from_reading(name: str, owner: str, reading: Reading, mark: Mark | None) -> 
         )
     legacy = mark is Mark.STATIC_FIELD or (static is Mark.ANNOTATION and not reading.local)
     return Declaration(name, owner, static, reading.axes, reading.metadata, legacy, reading.frozen)
-
-
-def _rereader(owner: type, name: str, annotation: object) -> Callable[[], object]:
-    """Reads field `name`'s annotation again, as `dataclasses` would read it now."""
-    return lambda: class_annotations(owner).get(name, annotation)
 
 
 # -- reading one annotation -----------------------------------------------------------------
@@ -266,14 +260,13 @@ class _Reader:
     """One reading of one annotation: the outermost part's declaration, then a scan of every
     other part for a nested `Static` or `Sharded` and for names not defined yet."""
 
-    def __init__(
-        self, where: str, scope: Scope, extra: Mapping[str, Any] | None, final: bool = False
-    ) -> None:
+    def __init__(self, where: str, scope: Scope, final: bool, names: Names | None) -> None:
         self.where = where
         self.scope = scope
         self.final = final
-        self.namespaces: Namespaces = scope.namespaces(extra)
-        self.local = scope.locals_between(extra)
+        self.names: Names = {} if names is None else names  # Found first, as first found.
+        self.namespaces: Namespaces = scope.namespaces()
+        self.local = scope.locals_between()
         self.module_at = len(self.namespaces) - 2  # The module's, then the builtins.
         self.unbound: frozenset[str] = scope.unbound() if self.local else frozenset()
         self.undefined: list[str] = []  # Outermost names not defined, in the order met.
@@ -284,11 +277,13 @@ class _Reader:
         """A dotted name's object, without running code (_UNDEFINED if not found), and
         whether it was found in an enclosing function or class body."""
         if isinstance(node, ast.Name):
+            if node.id in self.names:  # Decided when first read.
+                return self.names[node.id]
             for index, namespace in enumerate(self.namespaces):
                 if index == self.module_at and node.id in self.unbound:
                     return _UNDEFINED, False  # A local of an enclosing function, bound later.
                 if node.id in namespace:
-                    return namespace[node.id], index in self.local
+                    return self.names.setdefault(node.id, (namespace[node.id], index in self.local))
             return _UNDEFINED, False
         if isinstance(node, ast.Attribute):
             base, local = self.lookup(node.value)
@@ -364,6 +359,16 @@ class _Reader:
         if unalias(obj) is _UNEVALUATED_ALIAS:
             self.unevaluated_alias()
         return _outermost(obj) or _PLAIN
+
+    def source(self, annotation: typing.ForwardRef | str) -> ast.expr:
+        """A string or `ForwardRef` annotation, parsed. The names Python 3.14 wrote into a
+        `ForwardRef`'s text for the parts it could evaluate (its `__extra_names__`) resolve to
+        those values."""
+        if isinstance(annotation, typing.ForwardRef):
+            extra: Mapping[str, Any] = getattr(annotation, "__extra_names__", None) or {}
+            self.names.update((name, (value, False)) for name, value in extra.items())
+            annotation = annotation.__forward_arg__
+        return self.parse(annotation)
 
     def parse(self, source: str) -> ast.expr:
         parts = source.split(".")
@@ -447,9 +452,7 @@ class _Reader:
     def scan_object(self, obj: object) -> _Parts:
         """`scan` for an evaluated annotation, which may hold strings and `ForwardRef`s."""
         if isinstance(obj, typing.ForwardRef | str):
-            extra, source = _source_of(obj)
-            reader = _Reader(self.where, self.scope, extra, self.final) if extra else self
-            return reader.scan(reader.parse(source))
+            return self.scan(self.source(obj))
         parts = _Parts.of(_outermost(obj), False)
         value = unalias(obj)
         if value is not obj and value is not _UNEVALUATED_ALIAS:
@@ -494,15 +497,6 @@ _STATIC_ONLY = _Parts(statics=1)
 """Inside `Static[...]` nothing else declares, or waits: a value, not an array."""
 
 
-def _source_of(annotation: typing.ForwardRef | str) -> tuple[Mapping[str, Any] | None, str]:
-    """A string annotation's text, and the names Python 3.14 wrote into a `ForwardRef`'s text
-    for the parts it could evaluate (kept in its `__extra_names__`)."""
-    if isinstance(annotation, str):
-        return None, annotation
-    extra: Mapping[str, Any] | None = getattr(annotation, "__extra_names__", None)
-    return extra or None, annotation.__forward_arg__
-
-
 def _spelled(node: ast.expr, name: str) -> bool:
     """Whether `node` is the name `name`, bare or as an attribute (`Static`, `jdc.Static`)."""
     return (isinstance(node, ast.Name) and node.id == name) or (
@@ -510,26 +504,33 @@ def _spelled(node: ast.expr, name: str) -> bool:
     )
 
 
-def read(annotation: object, where: str, scope: Scope, final: bool = False) -> Reading:
+def read(
+    annotation: object,
+    where: str,
+    scope: Scope,
+    final: bool = False,
+    names: Names | None = None,
+) -> Reading:
     """What `annotation` declares at its outermost part, its names resolving in `scope`.
 
     `where` names the field or parameter in messages ("field 'x' of Model"). With `final`, a
     name still undefined cannot make it Static any more (the last reading of a pending one).
+    `names`: the names an earlier reading resolved, taken as they were (not looked up again);
+    the reading adds those it resolves.
     Raises `StaticAnnotationError` when `Static` is nested, or its outermost part cannot be
     told apart from Static; `ShardingDeclarationError` when `Sharded` is nested or given
     twice; `SyntaxError` for a string that is not Python.
     """
     if isinstance(annotation, typing.ForwardRef | str):
-        extra, source = _source_of(annotation)
-        reader = _Reader(where, scope, extra, final)
-        expr = reader.parse(source)
+        reader = _Reader(where, scope, final, names)
+        expr = reader.source(annotation)
         outer = reader.outer(expr)
         parts = _STATIC_ONLY if outer.static else reader.scan(expr)
         if outer.static is None and not parts.statics:  # Nothing resolves: go by the spelling.
             spelled = any(_spelled(n, "Static") for n in ast.walk(expr) if isinstance(n, ast.expr))
             parts = parts._replace(statics=int(spelled))
     else:
-        reader = _Reader(where, scope, None, final)
+        reader = _Reader(where, scope, final, names)
         outer = reader.outer_object(annotation)
         parts = _STATIC_ONLY if outer.static else reader.scan_object(annotation)
     if outer.static is None:

@@ -25,10 +25,9 @@ from jax_dataclasses._declarations import (
     Declaration,
     Unreadable,
     declare,
-    declaring_class,
 )
 from jax_dataclasses._record import layout_of
-from jax_dataclasses._scope import module_scope
+from jax_dataclasses._scope import declaring_class, module_scope
 from jax_dataclasses._static_values import warn_at_user
 from jax_dataclasses._validate import PYTHON_SCALARS
 

@@ -27,7 +27,7 @@ import jax
 from jax.stages import Lowered, Traced
 from typing_extensions import ParamSpec, Unpack
 
-from jax_dataclasses._declarations import Pending, read
+from jax_dataclasses._declarations import Names, Pending, read
 from jax_dataclasses._forms import StaticAnnotationError
 from jax_dataclasses._scope import defining_scope, signature_of
 
@@ -293,11 +293,10 @@ def _annotated_statics(
         if param.annotation is Parameter.empty:
             continue
         described = f"parameter {name!r} of {where}"
-        reading = read(param.annotation, described, scope)
+        names: Names = {}
+        reading = read(param.annotation, described, scope, names=names)
         if reading.pending:
-            pending.append(
-                Pending(name, described, functools.partial(_annotation_of, fn, name), scope)
-            )
+            pending.append(Pending(name, described, param.annotation, scope, names))
         if reading.static:
             if param.kind in _VARIADIC:
                 star = "*" if param.kind is Parameter.VAR_POSITIONAL else "**"
@@ -308,10 +307,6 @@ def _annotated_statics(
                 )
             static.add(name)
     return static, pending
-
-
-def _annotation_of(fn: Callable[..., Any], name: str) -> object:
-    return signature_of(fn).parameters[name].annotation
 
 
 def _innermost(fn: object) -> object:

@@ -22,6 +22,7 @@ import numpy as np
 from jax import Array, core
 from jax.sharding import NamedSharding
 
+from jax_dataclasses._codegen import FILENAME_PREFIX, FunctionSource
 from jax_dataclasses._record import layout_of
 
 SMALL_ARRAY = 8
@@ -112,10 +113,13 @@ def _sharded_axes(array: Any) -> tuple[Any, ...]:
 class _Printer:
     """One `pformat` call: the width, the array style, and the nodes on the current path."""
 
-    def __init__(self, width: int, short_arrays: bool) -> None:
+    def __init__(self, width: int, short_arrays: bool, own: object = None) -> None:
         self.width = width
         self.short_arrays = short_arrays
         self.path: set[int] = set()
+        self.own = own
+        """The object whose generated `__repr__` prints: a node, whatever `__repr__` its class
+        has now (a decorator's wrapper around ours, which calls ours)."""
 
     def format(self, value: Any, indent: int, used: int | None = None) -> str:
         """`value` on one line if it fits, else over several, closing at `indent`. `used`: the
@@ -183,7 +187,7 @@ class _Printer:
                 entries = [(f"{name}=", getattr(items, name)) for name in fields]
                 return f"{kind.__qualname__}(", entries, ")"
             return "(", [("", child) for child in items], ")"
-        if dataclasses.is_dataclass(value) and _generated_repr(kind):
+        if dataclasses.is_dataclass(value) and (value is self.own or _generated_repr(kind)):
             # The fields of the class whose repr it is, as in the standard library: a subclass
             # with `repr=False` prints as its base does.
             owner = next(klass for klass in kind.__mro__ if "__repr__" in klass.__dict__)
@@ -233,11 +237,11 @@ def _has_values(dtype: object) -> bool:
 def _generated_repr(cls: type) -> bool:
     """Whether `cls` prints with our repr or the one `dataclasses` generates (so its fields can
     be laid out here), rather than a `__repr__` of its own (or none: `repr=False`)."""
-    method = cast(Any, cls).__repr__
-    if method is dataclass_repr:
-        return True
-    code = getattr(method, "__code__", None)
-    return code is not None and code.co_filename in _GENERATED_REPR_FILES
+    code = getattr(cast(Any, cls).__repr__, "__code__", None)
+    if code is None:
+        return False
+    ours = code.co_filename.startswith(FILENAME_PREFIX) and code.co_name == "__repr__"
+    return ours or code.co_filename in _GENERATED_REPR_FILES
 
 
 def _values(array: np.ndarray[Any, Any]) -> str:
@@ -248,9 +252,30 @@ _GENERATED_REPR_FILES = frozenset({dataclasses.__file__, reprlib.__file__})
 """Where the `__repr__` that `dataclasses` generates is defined (a wrapper, on every version)."""
 
 
-def dataclass_repr(self: object) -> str:
-    """`__repr__` of pytree dataclasses that do not define their own."""
-    return pformat(self)
+def _generated_text(obj: object) -> str:
+    """What the generated `__repr__` of `obj`'s class returns: `pformat(obj)`, `obj` laid out
+    by its fields even where a decorator wrapped that `__repr__` (as a leaf, it would call
+    the wrapper, which calls this again)."""
+    return _Printer(80, True, obj).format(obj, 0)
+
+
+def repr_sources() -> list[FunctionSource]:
+    """`__repr__` and IPython's `_repr_pretty_` of a pytree dataclass that does not define its
+    own, generated for each class (as `dataclasses` generates its `__repr__`): a tool that
+    copies classes (cloudpickle, by value) omits a method a class shares with its base as
+    inherited, and the printer lays out the fields of the first class in the MRO holding a
+    repr, so a subclass holding its base's function would print as its base."""
+    return [
+        FunctionSource(
+            "__repr__", ["self"], ["return __jdc_repr(self)"], {"__jdc_repr": _generated_text}
+        ),
+        FunctionSource(
+            "_repr_pretty_",
+            ["self", "printer", "cycle"],
+            ["__jdc_repr_pretty(self, printer, cycle)"],
+            {"__jdc_repr_pretty": repr_pretty},
+        ),
+    ]
 
 
 _IPYTHON_PRINTER = ("output_width", "buffer", "group_queue", "_break_one_group", "indent")

@@ -43,6 +43,7 @@ class Layout:
     __slots__ = (
         "_by_name",
         "_settle",
+        "built",
         "children",
         "cls",
         "declarations",
@@ -52,7 +53,6 @@ class Layout:
         "frozen",
         "init",
         "marks",
-        "namespace",
         "reload",
         "statics",
         "unflatten",
@@ -66,7 +66,6 @@ class Layout:
         reload: Callable[..., Layout],
         settle: Callable[[], None] | None = None,
         evolution: Evolution = NO_EVOLUTION,
-        namespace: Mapping[str, object] | None = None,
     ) -> None:
         self.cls = cls
         self.declarations = declarations
@@ -90,9 +89,11 @@ class Layout:
         self.reload = reload
         """The builder's entry point for a class cloudpickle rebuilds (`__reduce__`)."""
         self._settle = settle
-        self.namespace = namespace
-        """The class namespace a build as the class was created started from (a subclass of
-        a base that makes pytree subclasses); None for a decorated class."""
+        self.built: tuple[tuple[str, object, object], ...] | None = None
+        """What a build as the class was created (a subclass of a base that makes pytree
+        subclasses) changed on it, attribute by attribute: the name, the value before (or the
+        builder's mark of none) and the value it left; None for a decorated class. A decorator
+        that follows takes back only what still holds the value left."""
 
     @property
     def fields(self) -> tuple[str, ...]:

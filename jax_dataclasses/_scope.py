@@ -14,6 +14,7 @@ so names bound after the class (an alias defined further down the same function)
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import inspect
 import sys
 import typing
@@ -54,21 +55,19 @@ class Scope:
         """The name being defined (a class's own name, before the class statement binds it:
         `children: tuple[Node, ...]` inside `Node`), after the enclosing scopes."""
 
-    def namespaces(self, extra: Mapping[str, Any] | None = None) -> Namespaces:
+    def namespaces(self) -> Namespaces:
         """The namespaces as they are now (the frames' locals read again), innermost first:
-        `extra` (the names Python 3.14 put in a `ForwardRef`), the class body, the enclosing
-        scopes, the name being defined, the module, the builtins."""
-        found: list[Mapping[str, Any]] = [extra] if extra else []
-        if self._own is not None:
-            found.append(self._own)
+        the class body, the enclosing scopes, the name being defined, the module, the
+        builtins."""
+        found: list[Mapping[str, Any]] = [] if self._own is None else [self._own]
         found.extend(frame.f_locals for frame in self._frames)
         if self._defined is not None:
             found.append(self._defined)
         return (*found, self._globals, _BUILTINS)
 
-    def locals_between(self, extra: Mapping[str, Any] | None) -> range:
-        """The indices in `namespaces(extra)` of the enclosing functions' and class bodies'."""
-        first = (1 if extra else 0) + (self._own is not None)
+    def locals_between(self) -> range:
+        """The indices in `namespaces()` of the enclosing functions' and class bodies'."""
+        first = int(self._own is not None)
         return range(first, first + len(self._frames))
 
     def unbound(self) -> frozenset[str]:
@@ -90,6 +89,16 @@ def class_scope(cls: type) -> Scope:
     if params:  # `class Box[T]`: the type parameters, then the body's names.
         own = {**{p.__name__: p for p in params}, **own}
     return defining_scope(cls.__qualname__, cls.__module__, own=own, defined={cls.__name__: cls})
+
+
+def declaring_class(cls: type, f: dataclasses.Field[Any]) -> type:
+    """The class whose annotation created field `f` of `cls` (a field is inherited as the same
+    object, so a plain mixin's bare annotation of the same name is not it)."""
+    owner = cls
+    for base in cls.__mro__[1:]:
+        if base.__dict__.get("__dataclass_fields__", {}).get(f.name) is f:
+            owner = base
+    return owner
 
 
 def module_scope(cls: type) -> Scope:

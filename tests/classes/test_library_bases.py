@@ -9,13 +9,16 @@ import abc
 import copy
 import dataclasses
 import re
+import types
 import warnings
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import pytest
-from helpers import children, statics
+from helpers import children, define, statics
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typing_extensions import dataclass_transform
 
 import jax_dataclasses as jdc
@@ -88,6 +91,38 @@ class Kernel(abc.ABC):
     def evaluate(self, x: jax.Array) -> jax.Array: ...
 
 
+DECORATED_BELOW_OURS = """
+import dataclasses
+import functools
+from typing_extensions import dataclass_transform
+import jax_dataclasses as jdc
+
+@dataclass_transform()
+@jdc.pytree_dataclass
+class Base:
+    a: float = 1.0
+
+def tagged(cls):
+    cls.tag = "tagged"
+    plain = cls.predict
+
+    @functools.wraps(plain)
+    def predict(self):
+        return plain(self) * 2
+
+    cls.predict = predict
+    return cls
+
+@jdc.pytree_dataclass(kw_only=True)
+@tagged
+class Sub(Base):
+    b: float = dataclasses.field(default_factory=lambda: 2.0)
+
+    def predict(self):
+        return self.a
+"""
+
+
 class TestUsersSubclasses:
     def test_a_subclass_without_decorator_is_a_pytree_dataclass(self) -> None:
         class SpectralMixture(Kernel):
@@ -124,6 +159,18 @@ class TestUsersSubclasses:
         assert jax.tree.leaves(jax.tree.map(lambda v: v + 1, low)) == [2.0, 2.0]
         with pytest.raises(TypeError, match="Shifted is already a pytree dataclass: decorate it"):
             jdc.pytree_dataclass(Shifted)
+
+    @pytest.mark.parametrize("spelling", ["future import", "evaluated"])
+    def test_a_decorator_below_ours_keeps_its_work(self, spelling: str) -> None:
+        """Issue 39: our decorator takes back only what the build as the class was created
+        did, as the standard library keeps every decorator's work (it put back the whole
+        namespace of the class statement: `tag` gone, `predict` unwrapped)."""
+        module = define(DECORATED_BELOW_OURS, spelling)
+        sub = module.Sub(3.0, b=4.0)
+        assert (module.Sub.tag, sub.predict(), module.Sub().b) == ("tagged", 6.0, 2.0)
+        assert repr(sub) == "Sub(a=3.0, b=4.0)" and jax.tree.leaves(sub) == [3.0, 4.0]
+        with pytest.raises(TypeError, match="takes from 1 to 2 positional"):  # kw_only applied
+            module.Sub(1.0, 2.0)
 
     def test_class_keywords_are_the_options(self) -> None:
         class Keyword(Kernel, kw_only=True):
@@ -251,3 +298,80 @@ class TestReplaceWithOwnInit:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert jdc.replace is dataclasses.replace
+
+
+@dataclass_transform()
+@jdc.pytree_dataclass
+class _OracleBase:
+    a: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class _PlainBase:
+    a: float = 1.0
+
+
+_METHODS = ("predict", "score")
+
+
+def _body(namespace: dict[str, Any]) -> None:
+    namespace["__annotations__"] = {"b": "float"}
+    namespace["b"] = dataclasses.field(default_factory=lambda: 2.0)
+    namespace["predict"] = lambda self: self.a + self.b
+    namespace["score"] = lambda self: self.a * self.b
+    namespace["helper"] = lambda self: 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    added=st.dictionaries(st.sampled_from(["tag", "kind", "level"]), st.integers(), max_size=3),
+    wrapped=st.dictionaries(st.sampled_from(_METHODS), st.integers(2, 5), max_size=3),
+    own_repr=st.booleans(),
+    delete_helper=st.booleans(),
+    kw_only=st.booleans(),
+)
+def test_oracle_a_decorator_between_keeps_its_work_as_with_the_standard_library(
+    added: dict[str, int],
+    wrapped: dict[str, int],
+    own_repr: bool,
+    delete_helper: bool,
+    kw_only: bool,
+) -> None:
+    """Oracle (issue 39): a decorator between a subclass of a `dataclass_transform` base and
+    `@jdc.pytree_dataclass(kw_only=...)` adds attributes, wraps methods, replaces the
+    `__repr__` that the build as the class was created made, and deletes a method; the same
+    decorator
+    between a plain class and `dataclasses.dataclass(frozen=True, kw_only=...)` is the
+    reference for what the class then holds and does."""
+
+    def between(cls: type) -> type:
+        for name, value in added.items():
+            setattr(cls, name, value)
+        for name, factor in wrapped.items():
+            plain = getattr(cls, name)
+            setattr(cls, name, lambda self, plain=plain, factor=factor: plain(self) * factor)
+        if own_repr:
+            cls.__repr__ = lambda self: "own"  # type: ignore[method-assign,assignment]
+        if delete_helper:
+            del cls.helper  # type: ignore[attr-defined]
+        return cls
+
+    ours = jdc.pytree_dataclass(kw_only=kw_only)(
+        between(types.new_class("Sub", (_OracleBase,), exec_body=_body))
+    )
+    std = dataclasses.dataclass(frozen=True, kw_only=kw_only)(
+        between(types.new_class("Sub", (_PlainBase,), exec_body=_body))
+    )
+
+    def behaviour(cls: type) -> tuple[object, ...]:
+        obj = cls(3.0, b=4.0)
+        values = [getattr(cls, name, None) for name in ("tag", "kind", "level")]
+        results = [getattr(obj, name)() for name in _METHODS]
+        try:
+            cls(3.0, 4.0)
+            positional = True
+        except TypeError:
+            positional = False
+        return (values, results, repr(obj), hasattr(cls, "helper"), cls().b, positional)
+
+    assert behaviour(ours) == behaviour(std)

@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 from helpers import SPELLINGS, define, statics
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jax.sharding import PartitionSpec as P
 
 import jax_dataclasses as jdc
@@ -154,3 +156,91 @@ def test_a_plain_mixins_annotation_does_not_hide_the_bases_declaration(spelling:
     layer = module.Layer(jnp.ones((2, 4)))
     assert jdc.partition_specs(layer).w == P(None, "model")
     assert statics(module.Layer) == ("n",)
+
+
+CLASSES_MADE_IN_A_LOOP = """
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+
+def make_models():
+    models = []
+    for axis in ("data", "model"):
+        @jdc.pytree_dataclass
+        class Model:
+            bias: jdc.Sharded[jax.Array, axis]
+            block: BLOCK
+
+        models.append(Model)
+    axis = "neither"
+    return models
+
+models = []
+for axis in ("data", "model"):
+    @jdc.pytree_dataclass
+    class Model:
+        bias: jdc.Sharded[jax.Array, axis]
+        block: BLOCK
+
+    models.append(Model)
+axis = "neither"
+
+@jdc.pytree_dataclass
+class Block:
+    w: jax.Array
+"""
+
+
+@pytest.mark.parametrize("where", ["module", "function"])
+@pytest.mark.parametrize("spelling", [*SPELLINGS, "string"])
+def test_a_class_made_in_a_loop_keeps_the_names_defined_when_it_was_decorated(
+    spelling: str, where: str
+) -> None:
+    """Issue 39: only the name undefined at decoration (`Block`) is decided at the first use;
+    `axis` keeps its value from then (the whole annotation was read again after the loop:
+    `bias` sharded along 'data' and `block.w` along the loop's last axis, or none).
+    "string": the annotation in quotes, without the future import (read the same on 3.11)."""
+    block = "jdc.Sharded[Block, axis]"
+    source = CLASSES_MADE_IN_A_LOOP.replace("BLOCK", repr(block) if spelling == "string" else block)
+    module = define(source, spelling)
+    models = module.models if where == "module" else module.make_models()
+    for model, axis in zip(models, ("data", "model"), strict=True):
+        specs = jdc.partition_specs(model(jnp.ones(2), module.Block(jnp.ones(2))))
+        assert (specs.bias, specs.block.w) == (P(axis), P(axis))
+
+
+_AXES = st.sampled_from(["data", "model", "expert", None])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    first=st.lists(_AXES, min_size=1, max_size=3, unique=True),  # An axis once per array.
+    later=st.lists(st.one_of(st.none(), _AXES.map(lambda axis: (axis,))), max_size=3),
+    inner_later=st.booleans(),
+    quoted=st.booleans(),
+)
+def test_oracle_a_pending_annotation_keeps_every_name_bound_at_decoration(
+    first: list[str | None],
+    later: list[tuple[str | None] | None],
+    inner_later: bool,
+    quoted: bool,
+) -> None:
+    """Oracle (issue 39): axis names bound when the class is decorated, then bound again
+    (`later`: a new value, or none) before the first use, against the values they had at
+    decoration; the array type defined before or after the class. The reference is the
+    generated plan itself, not the package's reading."""
+    names = [f"axis_{i}" for i in range(len(first))]
+    annotation = f"jdc.Sharded[{'Later' if inner_later else 'jax.Array'}, {', '.join(names)}]"
+    lines = ["import jax", "import jax_dataclasses as jdc"]
+    lines += [f"{name} = {axis!r}" for name, axis in zip(names, first, strict=False)]
+    written = repr(annotation) if quoted else annotation  # A string without the future import.
+    lines += ["@jdc.pytree_dataclass", "class Model:", f"    w: {written}"]
+    lines += [
+        f"{name} = {again[0]!r}"
+        for name, again in zip(names, later, strict=False)
+        if again is not None
+    ]
+    lines.append("Later = jax.Array")
+    module = define("\n".join(lines), "evaluated" if quoted else "future import")
+    model = module.Model(jnp.ones((2,) * len(first)))
+    assert jdc.partition_specs(model).w == P(*first)

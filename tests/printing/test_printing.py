@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import run_python
 
 import jax_dataclasses as jdc
 
@@ -258,3 +260,72 @@ def test_deep_nesting_prints() -> None:
         node = Holder(0.0, node)  # type: ignore[arg-type]
     lines = jdc.pformat(node).splitlines()
     assert lines[0] == "Holder(" and lines[-1] == ")"
+
+
+def test_a_wrapper_around_the_generated_repr_prints_the_fields_as_with_the_standard_library() -> (
+    None
+):
+    """A decorator that wraps the generated `__repr__` (logging, decoration) calls ours, which
+    lays out the fields, as with the standard library's (it recursed: the printer took the
+    wrapped object for a leaf and called the wrapper again)."""
+
+    def wrapping(cls: type) -> type:
+        plain = cls.__repr__
+        cls.__repr__ = lambda self: f"<{plain(self)}>"  # type: ignore[method-assign,assignment]
+        return cls
+
+    @wrapping
+    @jdc.pytree_dataclass
+    class Point:
+        x: float
+
+    @wrapping
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        x: float
+
+    Point.__qualname__, Plain.__qualname__ = "Point", "Plain"  # Short: on one line.
+    assert repr([Point(1.0)]) == repr([Plain(1.0)]).replace("Plain", "Point") == "[<Point(x=1.0)>]"
+
+
+SUBCLASS_PICKLED_BY_VALUE = """
+import sys
+import cloudpickle
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class Base:
+    a: float = 1.0
+
+@jdc.pytree_dataclass
+class Sub(Base):
+    b: float = 2.0
+    n: jdc.Static[int] = 5
+
+with open(sys.argv[1], "wb") as file:
+    cloudpickle.dump((Sub, Sub(b=3.0)), file)  # Classes of `__main__`: by value.
+"""
+
+_LOAD = """
+import pickle, sys
+Sub, sub = pickle.loads(open(sys.argv[1], "rb").read())
+print(sub, Sub(), Sub.__repr__.__qualname__, sep="\\n")
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("future", [True, False])
+def test_a_subclass_pickled_by_value_prints_its_own_fields(future: bool, tmp_path: Path) -> None:
+    """Issue 39: each class holds its own generated repr. cloudpickle leaves out of a class it
+    copies what the class shares with a base as inherited: with one repr function for every
+    class, the copy printed its base's fields (`Sub(a=1.0)`), also for new instances."""
+    pytest.importorskip("cloudpickle")
+    prefix = "from __future__ import annotations\n" if future else ""
+    target = str(tmp_path / "sub.pkl")
+    run_python(["-c", prefix + SUBCLASS_PICKLED_BY_VALUE, target])
+    output = run_python(["-c", _LOAD, target])
+    assert output.split("\n")[:3] == [
+        "Sub(a=1.0, b=3.0, n=5)",
+        "Sub(a=1.0, b=2.0, n=5)",
+        "Sub.__repr__",
+    ]
