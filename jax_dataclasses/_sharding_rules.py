@@ -28,6 +28,11 @@ Rule: TypeAlias = tuple[str, tuple[str, ...] | None]
 Dims: TypeAlias = tuple[tuple[str, ...], ...]
 """The mesh axes that shard each dimension of an array (empty: not sharded)."""
 
+_TWICE = (
+    ": a mesh axis shards one dimension of an array at most once (flax nnx raises "
+    "DuplicateSpecError, flax linen would leave the dimension unsharded without a word)."
+)
+
 spec_of = cast("Callable[..., PartitionSpec]", PartitionSpec)
 """`PartitionSpec(*entries)`, typed (jax gives its constructor no annotations)."""
 
@@ -180,12 +185,47 @@ class AxisRules:
                 taken = {axis for axes in assigned if axes for axis in axes}
                 if slot.name == logical and assigned[i] is None and taken.isdisjoint(target or ()):
                     assigned[i] = target or ()
+        self._all_taken(slots, assigned, problems)
         dims: list[tuple[tuple[str, ...], tuple[str, ...]]] = [((), ())] * rank
         for slot, axes in zip(slots, assigned, strict=True):
             via, found = dims[slot.dim]
             from_rule = (slot.name,) if slot.name in ruled and axes else ()
             dims[slot.dim] = ((*via, *from_rule), (*found, *(axes or ())))
         return dims
+
+    def _all_taken(
+        self, slots: list[_Slot], assigned: list[tuple[str, ...] | None], problems: list[str]
+    ) -> None:
+        """A ruled name left without mesh axes had every rule's axes taken by other
+        dimensions of the array: flax linen would replicate it silently, and flax nnx raises
+        `DuplicateSpecError`; here it is refused, naming who took them (a name given twice
+        is told once, by `_mesh_axes`)."""
+        names = [slot.name for slot in slots]
+        for slot, axes in zip(slots, assigned, strict=True):
+            if axes is not None or names.count(slot.name) > 1:  # Twice: told above.
+                continue
+            targets = [t for logical, t in self.rules or () if logical == slot.name and t]
+            wanted = list(dict.fromkeys(axis for target in targets for axis in target))
+            takers = [
+                other
+                for other, got in zip(slots, assigned, strict=True)
+                if other is not slot and got and not set(got).isdisjoint(wanted)
+            ]
+            by = ", ".join(
+                f"{other.name!r}{_stacked_note([other])} on dimension {other.dim}"
+                for other in takers
+            )
+            taken = {axis for got in assigned if got for axis in got}
+            free = [axis for axis, _ in self.sizes or () if axis not in taken]
+            fallback = (
+                f", or add a rule to fall back on ({slot.name!r}, {free[0]!r})" if free else ""
+            )
+            problems.append(
+                f"the logical axis {slot.name!r}{_stacked_note([slot])} on dimension {slot.dim} "
+                f"goes to the mesh axis {', '.join(map(repr, wanted))} by its rule"
+                f"{'s' if len(targets) > 1 else ''}, which {by} already shards{_TWICE} Map one "
+                f"of the names to another mesh axis or None ({slot.name!r}: None){fallback}."
+            )
 
     def _check_mesh(
         self,

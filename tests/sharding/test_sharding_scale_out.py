@@ -121,6 +121,25 @@ class TestStackedLayers:
             "field 'layers' of TestStackedLayers" in text  # fmt: skip
         assert ".Plain (Sharded[Block, None])" in text and "Sharded[jax.Array, 'hidden'" not in text
 
+    def test_a_mesh_axis_claimed_by_the_stack_and_a_layer_axis_is_refused(self) -> None:
+        """Issue 38, item 6: the layer axis was dropped without a word (P('model', None,
+        None)); flax nnx raises DuplicateSpecError for the same model."""
+
+        @jdc.pytree_dataclass
+        class Layers:
+            layers: jdc.Sharded[Linear, "layers"]
+
+        rules = [("layers", "model"), ("hidden", "model"), ("embed", None)]
+        model = Layers(Linear(jnp.ones((4, 8, 16))))
+        text = sharding_error(lambda: jdc.partition_specs(model, rules, mesh=MESH))
+        assert text.startswith("1 sharding declaration does not fit (mesh {'data': 2, 'model'")
+        assert "- field 'kernel' of Linear at .layers.kernel (f32[4,8,16]): the logical axis " \
+            "'hidden' on dimension 2 goes to the mesh axis 'model' by its rule, which 'layers' " \
+            "(stacked by field 'layers' of TestStackedLayers.test_a_mesh_axis_claimed_by_the_" \
+            "stack_and_a_layer_axis_is_refused.<locals>.Layers) on dimension 0 already shards" \
+            in text  # fmt: skip
+        assert "('hidden': None), or add a rule to fall back on ('hidden', 'data')." in text
+
     def test_check_shardings_of_a_placed_stack(self) -> None:
         placed = jax.device_put(stack(), jdc.shardings(stack(), RULES, mesh=ONE_DEVICE))
         jdc.check_shardings(placed, RULES, mesh=ONE_DEVICE)
