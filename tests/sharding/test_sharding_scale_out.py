@@ -140,6 +140,53 @@ class TestStackedLayers:
             in text  # fmt: skip
         assert "('hidden': None), or add a rule to fall back on ('hidden', 'data')." in text
 
+    def test_an_undeclared_array_shared_by_the_layers_is_not_taken_for_stacked(self) -> None:
+        """Issue 38, item 7: a (8,) vector in a 4-layer stack was sharded along 'model' by the
+        layers rule, as if it held one entry per layer."""
+
+        @jdc.pytree_dataclass
+        class Shared:
+            kernel: jdc.Sharded[jax.Array, "embed", "hidden"]
+            offsets: jax.Array  # undeclared, the same for every layer
+
+        @jdc.pytree_dataclass
+        class Layers:
+            layers: jdc.Sharded[Shared, "layers"]
+
+        rules = [("layers", "model"), ("hidden", "data"), ("embed", None)]
+        model = Layers(Shared(jnp.ones((4, 8, 16)), jnp.ones(8)))
+        text = sharding_error(lambda: jdc.partition_specs((model, model), rules, mesh=MESH))
+        assert "- undeclared leaf at [0].layers.offsets (f32[8]): has size 8 along the 1 axis " \
+            "('layers',) that field 'layers' of TestStackedLayers.test_an_undeclared_array_shared" \
+            "_by_the_layers_is_not_taken_for_stacked.<locals>.Layers stacks it along, where the " \
+            "stack's arrays have 4: it is not one of the stack's layers, and lax.scan would " \
+            "refuse it." in text  # fmt: skip
+        assert "  Also at [1].layers.offsets." in text
+        stacked = Layers(Shared(jnp.ones((4, 8, 16)), jnp.ones((4, 8))))
+        assert jdc.partition_specs(stacked, rules, mesh=MESH).layers.offsets == P("model")
+
+    def test_adafactors_factored_moments_are_told_as_derived_not_as_unstacked(self) -> None:
+        """Issue 38, item 8: v_row and v_col of a stacked kernel keep the stack's axis and
+        lose one of the kernel's; they were reported as "not stacked: stack the layers"."""
+
+        @jdc.pytree_dataclass
+        class Layers:
+            layers: jdc.Sharded[Linear, "layers"]
+
+        rules = [("layers", "model"), ("hidden", "data"), ("embed", None)]
+        model = Layers(Linear(jnp.ones((4, 128, 256))))
+        state = optax.adafactor(1e-3).init(model)
+        text = sharding_error(lambda: jdc.partition_specs((model, state), rules, mesh=MESH))
+        assert "- field 'kernel' of Linear at [1][0].v_row.layers.kernel (f32[4,128]): has rank " \
+            "2, where field 'layers' of TestStackedLayers.test_adafactors_factored_moments_are_" \
+            "told_as_derived_not_as_unstacked.<locals>.Layers stacks it along 1 axis " \
+            "('layers',) and it declares 2 axes ('embed', 'hidden') more, as for an array of " \
+            "rank 3 elsewhere in the tree: it is derived from that stacked array, not a copy " \
+            "of it." in text  # fmt: skip
+        assert "  Also at [1][0].v_col.layers.kernel." in text
+        assert "not stacked" not in text
+        assert "give that state specs of its own, for example replicated, jax.tree.map(" in text
+
     def test_check_shardings_of_a_placed_stack(self) -> None:
         placed = jax.device_put(stack(), jdc.shardings(stack(), RULES, mesh=ONE_DEVICE))
         jdc.check_shardings(placed, RULES, mesh=ONE_DEVICE)
