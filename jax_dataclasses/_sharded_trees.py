@@ -208,6 +208,8 @@ class Report:
 
 _Field: TypeAlias = tuple[type, str]
 """A class and the name of one of its fields."""
+_Holder: TypeAlias = tuple[_Field, type, KeyPath]
+"""A field holding a pytree dataclass: the field, the class it holds, and where it is."""
 
 
 def _where(cls: type, name: str) -> str:
@@ -240,11 +242,17 @@ class Walk:
         `ShardingDeclarationError` listing every problem."""
         found: list[Leaf] = []
         self._visit(tree, (), None, (), None, (), found)
+        extra = {leaf.path: 0 for leaf in found if leaf.declaration is not None}
+        for leaf, _, stacked, _ in self.misfits:
+            if leaf.declaration is not None:  # Dimensions beyond those declared and stacked.
+                wanted = sum(len(level.axes) for level in stacked) + len(leaf.declaration.axes)
+                extra[leaf.path] = len(getattr(leaf.value, "shape", ())) - wanted
         for leaf, asked, stacked, holders in self.misfits:
             declared = leaf.declaration
             derived = declared is not None and (declared, _by(stacked)) in self.stacked_whole
             where = declared.where if declared is not None else "undeclared leaf"
-            for problem in self._fit(leaf.value, asked, stacked, holders, derived).problems:
+            helps = _holder_that_helps(holders, extra, extra.get(leaf.path, 0))
+            for problem in self._fit(leaf.value, asked, stacked, helps, derived).problems:
                 self.report.add(where, leaf.path, leaf.value, problem)
         if self.report.entries:
             count = self.report.declarations
@@ -261,7 +269,7 @@ class Walk:
         declared: FieldAxes | None,
         stacked: tuple[Stacking, ...],
         field: _Field | None,
-        holders: tuple[tuple[_Field, type], ...],
+        holders: tuple[_Holder, ...],
         found: list[Leaf],
     ) -> None:
         """`field`: the class and field name that hold `node`; `holders`: the fields around
@@ -273,7 +281,7 @@ class Walk:
                 level = _stack_level(node, sum(len(level.axes) for level in stacked), declared)
                 stacked = (*stacked, level)
             if field is not None:
-                holders = (*holders, (field, kind))
+                holders = (*holders, (field, kind, path))
             own = self._declarations(kind, path, node)
             for (key, *_), child in keyed_children(node) if own is not None else ():
                 name: str = key.name  # Our classes are keyed by field name (`GetAttrKey`).
@@ -305,7 +313,7 @@ class Walk:
         leaf: Any,
         declared: FieldAxes | None,
         stacked: tuple[Stacking, ...],
-        holders: tuple[tuple[_Field, type], ...],
+        holders: tuple[_Holder, ...],
     ) -> Leaf:
         asked: object = declared
         if declared is None:
@@ -319,7 +327,7 @@ class Walk:
                     f"default returned {asked!r}, not a PartitionSpec.",
                 )
                 return Leaf(path, leaf, REPLICATED, None)
-        fit = self._fit(leaf, asked, stacked, holders, False)
+        fit = self._fit(leaf, asked, stacked, (), False)  # Holders: for hints, told below.
         found = Leaf(path, leaf, fit.spec, declared)
         if fit.problems:  # Told at the end: whether it is derived needs the whole tree.
             self.misfits.append((found, asked, stacked, holders))
@@ -332,7 +340,7 @@ class Walk:
         leaf: Any,
         asked: object,
         stacked: tuple[Stacking, ...],
-        holders: tuple[tuple[_Field, type], ...],
+        holders: tuple[_Holder, ...],
         derived: bool,
     ) -> Fit:
         """The fit of a leaf that asks for its declaration (a `FieldAxes`) or a default
@@ -346,10 +354,23 @@ class Walk:
             if declared is None:
                 wanted = Wanted(stacked, None, cast(PartitionSpec, asked))
             else:
-                around = tuple((_where(*f), held.__qualname__) for f, held in holders)
+                around = tuple((_where(*f), held.__qualname__) for f, held, _ in holders)
                 wanted = Wanted(stacked, declared.axes, REPLICATED, around, derived)
             fit = self.fitted[key] = self.rules.fit(wanted, shape)
         return fit
+
+
+def _holder_that_helps(
+    holders: tuple[_Holder, ...], extra: dict[KeyPath, int], count: int
+) -> tuple[_Holder, ...]:
+    """The outermost field around an array with `count` dimensions more than declared whose
+    every declared array has as many more: declaring a stack there (`Sharded[Block, None]`)
+    fits them all, where one further in would leave the others out."""
+    for holder in holders if count > 0 else ():
+        inside = {n for path, n in extra.items() if path[: len(holder[2])] == holder[2]}
+        if inside == {count}:
+            return (holder,)
+    return ()
 
 
 def _by(stacked: tuple[Stacking, ...]) -> tuple[str, ...]:

@@ -187,6 +187,30 @@ class TestStackedLayers:
         assert "not stacked" not in text
         assert "give that state specs of its own, for example replicated, jax.tree.map(" in text
 
+    def test_the_hint_names_only_the_field_whose_declaration_fits_every_array(self) -> None:
+        """Issue 38, item 8: the kernel's hint offered `Sharded[Linear, None]` on 'dot1' too,
+        which leaves w2 out of the stack; and with only the kernel stacked, 'layers', which
+        would stack w2 as well."""
+
+        @jdc.pytree_dataclass
+        class Plain:
+            layers: Block
+
+        every = Plain(jdc.replace(stack().layers, norms=(jnp.ones((3, 8)),) * 2))
+        text = sharding_error(lambda: jdc.partition_specs(every, RULES))
+        assert "field 'layers' of TestStackedLayers.test_the_hint_names_only_the_field_whose_" \
+            "declaration_fits_every_array.<locals>.Plain (Sharded[Block, None]), or logical " \
+            "names for None" in text  # fmt: skip
+        assert "Sharded[Linear, None]" not in text
+        kernel_only = Plain(jdc.replace(block(), dot1=Linear(jnp.ones((3, 8, 16)))))
+        text = sharding_error(lambda: jdc.partition_specs(kernel_only, RULES))
+        assert "- field 'kernel' of Linear at .layers.dot1.kernel (f32[3,8,16]): declares 2 " \
+            "axes ('embed', 'hidden') for an array of rank 3. If it is one of a stack of " \
+            "layers (made by jax.vmap, consumed by lax.scan), declare the 1 axis of the stack " \
+            "on the field that holds it: field 'dot1' of Block (Sharded[Linear, None]), or " \
+            "logical names for None." in text  # fmt: skip
+        assert "Sharded[Block, None]" not in text
+
     def test_check_shardings_of_a_placed_stack(self) -> None:
         placed = jax.device_put(stack(), jdc.shardings(stack(), RULES, mesh=ONE_DEVICE))
         jdc.check_shardings(placed, RULES, mesh=ONE_DEVICE)
