@@ -242,6 +242,8 @@ class Walk:
         `ShardingDeclarationError` listing every problem."""
         found: list[Leaf] = []
         self._visit(tree, (), None, (), None, (), found)
+        if not self.misfits and not self.report.entries:
+            return found
         extra = {leaf.path: 0 for leaf in found if leaf.declaration is not None}
         for leaf, _, stacked, _ in self.misfits:
             if leaf.declaration is not None:  # Dimensions beyond those declared and stacked.

@@ -165,6 +165,17 @@ class TestStackedLayers:
         stacked = Layers(Shared(jnp.ones((4, 8, 16)), jnp.ones((4, 8))))
         assert jdc.partition_specs(stacked, rules, mesh=MESH).layers.offsets == P("model")
 
+    def test_in_nested_stacks_each_level_has_its_own_size(self) -> None:
+        pipeline = Pipeline(jax.vmap(lambda _: stack())(jnp.arange(2)))  # 2 stages of 3 layers
+        assert jdc.partition_specs(pipeline, RULES, mesh=MESH).stages.layers.scale == P(
+            "data", None
+        )
+        shared = Pipeline(Stack(jdc.replace(pipeline.stages.layers, scale=jnp.ones((2, 8)))))
+        text = sharding_error(lambda: jdc.partition_specs(shared, RULES, mesh=MESH))
+        assert "- undeclared leaf at .stages.layers.scale (f32[2,8]): has size 8 along the 1 " \
+            "axis (None,) that field 'layers' of Stack stacks it along, where the stack's " \
+            "arrays have 3" in text  # fmt: skip
+
     def test_adafactors_factored_moments_are_told_as_derived_not_as_unstacked(self) -> None:
         """Issue 38, item 8: v_row and v_col of a stacked kernel keep the stack's axis and
         lose one of the kernel's; they were reported as "not stacked: stack the layers"."""
