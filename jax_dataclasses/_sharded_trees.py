@@ -329,7 +329,14 @@ class Walk:
                     f"default returned {asked!r}, not a PartitionSpec.",
                 )
                 return Leaf(path, leaf, REPLICATED, None)
-        fit = self._fit(leaf, asked, stacked, (), False)  # Holders: for hints, told below.
+        shape: tuple[int, ...] = tuple(getattr(leaf, "shape", ()))
+        fit = self.fitted.get((asked, stacked, (), shape, False)) or self._fit(
+            leaf,
+            asked,
+            stacked,
+            (),
+            False,  # Holders: for hints, told in `leaves`.
+        )
         found = Leaf(path, leaf, fit.spec, declared)
         if fit.problems:  # Told at the end: whether it is derived needs the whole tree.
             self.misfits.append((found, asked, stacked, holders))
@@ -350,7 +357,7 @@ class Walk:
         layers alike are resolved and checked once."""
         shape: tuple[int, ...] = tuple(getattr(leaf, "shape", ()))
         declared = asked if isinstance(asked, FieldAxes) else None
-        key = (asked, stacked, holders if declared else (), shape, derived)
+        key = (asked, stacked, holders if declared else (), shape, derived)  # As `_leaf`'s.
         fit = self.fitted.get(key)
         if fit is None:
             if declared is None:
