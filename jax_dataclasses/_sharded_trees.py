@@ -18,6 +18,7 @@ block, and the mesh of `jax.set_mesh`; explicit arguments win.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable, Generator
 from contextvars import ContextVar
 from typing import Any, NamedTuple, TypeAlias, cast, overload
@@ -48,6 +49,7 @@ from jax_dataclasses._tree_api import (
     keyed_children,
     keystr,
     path_text,
+    tree_flatten,
     tree_flatten_with_path,
     tree_structure,
     type_of,
@@ -206,6 +208,8 @@ class Report:
 
 _Field: TypeAlias = tuple[type, str]
 """A class and the name of one of its fields."""
+_Holder: TypeAlias = tuple[_Field, type, KeyPath]
+"""A field holding a pytree dataclass: the field, the class it holds, and where it is."""
 
 
 def _where(cls: type, name: str) -> str:
@@ -226,12 +230,32 @@ class Walk:
         """The fit of each declaration (or default), stacking, holders (named in hints) and
         shape: computed once per call."""
         self.report = Report()
+        self.stacked_whole: set[tuple[FieldAxes, tuple[str, ...]]] = set()
+        """The declarations, and the fields stacking them, that fit a stacked array of full
+        rank somewhere in the tree."""
+        self.misfits: list[tuple[Leaf, object, tuple[Stacking, ...], tuple[Any, ...]]] = []
+        """The leaves that do not fit, what each asks, its stacking and holders: reported
+        once the whole tree is seen."""
 
     def leaves(self, tree: Any) -> list[Leaf]:
         """Each leaf of `tree` with its spec, in `jax.tree.leaves` order; raises
         `ShardingDeclarationError` listing every problem."""
         found: list[Leaf] = []
         self._visit(tree, (), None, (), None, (), found)
+        if not self.misfits and not self.report.entries:
+            return found
+        extra = {leaf.path: 0 for leaf in found if leaf.declaration is not None}
+        for leaf, _, stacked, _ in self.misfits:
+            if leaf.declaration is not None:  # Dimensions beyond those declared and stacked.
+                wanted = sum(len(level.axes) for level in stacked) + len(leaf.declaration.axes)
+                extra[leaf.path] = len(getattr(leaf.value, "shape", ())) - wanted
+        for leaf, asked, stacked, holders in self.misfits:
+            declared = leaf.declaration
+            derived = declared is not None and (declared, _by(stacked)) in self.stacked_whole
+            where = declared.where if declared is not None else "undeclared leaf"
+            helps = _holder_that_helps(holders, extra, extra.get(leaf.path, 0))
+            for problem in self._fit(leaf.value, asked, stacked, helps, derived).problems:
+                self.report.add(where, leaf.path, leaf.value, problem)
         if self.report.entries:
             count = self.report.declarations
             raise ShardingDeclarationError(
@@ -247,7 +271,7 @@ class Walk:
         declared: FieldAxes | None,
         stacked: tuple[Stacking, ...],
         field: _Field | None,
-        holders: tuple[tuple[_Field, type], ...],
+        holders: tuple[_Holder, ...],
         found: list[Leaf],
     ) -> None:
         """`field`: the class and field name that hold `node`; `holders`: the fields around
@@ -256,9 +280,10 @@ class Walk:
         kind = type_of(node)
         if recorded(kind) is not None:  # Ours (its declarations, decided, come below).
             if declared is not None:  # Leading axes of every array inside: stacked layers.
-                stacked = (*stacked, Stacking(declared.axes, declared.where))
+                level = _stack_level(node, sum(len(level.axes) for level in stacked), declared)
+                stacked = (*stacked, level)
             if field is not None:
-                holders = (*holders, (field, kind))
+                holders = (*holders, (field, kind, path))
             own = self._declarations(kind, path, node)
             for (key, *_), child in keyed_children(node) if own is not None else ():
                 name: str = key.name  # Our classes are keyed by field name (`GetAttrKey`).
@@ -290,9 +315,8 @@ class Walk:
         leaf: Any,
         declared: FieldAxes | None,
         stacked: tuple[Stacking, ...],
-        holders: tuple[tuple[_Field, type], ...],
+        holders: tuple[_Holder, ...],
     ) -> Leaf:
-        shape: tuple[int, ...] = tuple(getattr(leaf, "shape", ()))
         asked: object = declared
         if declared is None:
             given = self.default(path, leaf) if callable(self.default) else self.default
@@ -305,20 +329,76 @@ class Walk:
                     f"default returned {asked!r}, not a PartitionSpec.",
                 )
                 return Leaf(path, leaf, REPLICATED, None)
-        key = (asked, stacked, shape) if declared is None else (asked, stacked, holders, shape)
+        shape: tuple[int, ...] = tuple(getattr(leaf, "shape", ()))
+        fit = self.fitted.get((asked, stacked, (), shape, False)) or self._fit(
+            leaf,
+            asked,
+            stacked,
+            (),
+            False,  # Holders: for hints, told in `leaves`.
+        )
+        found = Leaf(path, leaf, fit.spec, declared)
+        if fit.problems:  # Told at the end: whether it is derived needs the whole tree.
+            self.misfits.append((found, asked, stacked, holders))
+        elif declared is not None and stacked:
+            self.stacked_whole.add((declared, _by(stacked)))
+        return found
+
+    def _fit(
+        self,
+        leaf: Any,
+        asked: object,
+        stacked: tuple[Stacking, ...],
+        holders: tuple[_Holder, ...],
+        derived: bool,
+    ) -> Fit:
+        """The fit of a leaf that asks for its declaration (a `FieldAxes`) or a default
+        spec, computed once per call for each (asked, stacking, holders, shape, derived):
+        layers alike are resolved and checked once."""
+        shape: tuple[int, ...] = tuple(getattr(leaf, "shape", ()))
+        declared = asked if isinstance(asked, FieldAxes) else None
+        key = (asked, stacked, holders if declared else (), shape, derived)  # As `_leaf`'s.
         fit = self.fitted.get(key)
-        if fit is None:  # Layers alike: resolved and checked once per call.
+        if fit is None:
             if declared is None:
                 wanted = Wanted(stacked, None, cast(PartitionSpec, asked))
             else:
-                around = tuple((_where(*f), held.__qualname__) for f, held in holders)
-                wanted = Wanted(stacked, declared.axes, REPLICATED, around)
+                around = tuple((_where(*f), held.__qualname__) for f, held, _ in holders)
+                wanted = Wanted(stacked, declared.axes, REPLICATED, around, derived)
             fit = self.fitted[key] = self.rules.fit(wanted, shape)
-        if fit.problems:
-            where = declared.where if declared is not None else "undeclared leaf"
-            for problem in fit.problems:
-                self.report.add(where, path, leaf, problem)
-        return Leaf(path, leaf, fit.spec, declared)
+        return fit
+
+
+def _holder_that_helps(
+    holders: tuple[_Holder, ...], extra: dict[KeyPath, int], count: int
+) -> tuple[_Holder, ...]:
+    """The outermost field around an array with `count` dimensions more than declared whose
+    every declared array has as many more: declaring a stack there (`Sharded[Block, None]`)
+    fits them all, where one further in would leave the others out."""
+    for holder in holders if count > 0 else ():
+        inside = {n for path, n in extra.items() if path[: len(holder[2])] == holder[2]}
+        if inside == {count}:
+            return (holder,)
+    return ()
+
+
+def _by(stacked: tuple[Stacking, ...]) -> tuple[str, ...]:
+    """The fields that stack an array, whatever the sizes of their layers in this copy."""
+    return tuple(level.where for level in stacked)
+
+
+def _stack_level(node: Any, start: int, declared: FieldAxes) -> Stacking:
+    """The stacking that `declared` adds after the first `start` axes (outer stacks'), with
+    the sizes of the layers in `node` along them: those of most of its arrays with dimensions
+    of their own after them (none: unknown). A shared vector, or a placeholder of adafactor's,
+    has none."""
+    end = start + len(declared.axes)
+    found = Counter(
+        tuple(leaf.shape[start:end])
+        for leaf in tree_flatten(node)[0]
+        if is_array(leaf) and len(leaf.shape) > end
+    )
+    return Stacking(declared.axes, declared.where, found.most_common(1)[0][0] if found else ())
 
 
 def summary(leaf: Any) -> str:

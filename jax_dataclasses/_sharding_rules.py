@@ -28,6 +28,18 @@ Rule: TypeAlias = tuple[str, tuple[str, ...] | None]
 Dims: TypeAlias = tuple[tuple[str, ...], ...]
 """The mesh axes that shard each dimension of an array (empty: not sharded)."""
 
+_TWICE = (
+    ": a mesh axis shards one dimension of an array at most once (flax nnx raises "
+    "DuplicateSpecError, flax linen would leave the dimension unsharded without a word)."
+)
+
+_DERIVED = (
+    "An optimizer state derived from the stacked arrays rather than copying them (adafactor's "
+    "factored moments v_row and v_col, and its (1,) placeholders) cannot take their "
+    "declarations (flax nnx refuses them too): give that state specs of its own, for example "
+    "replicated, jax.tree.map(lambda _: P(), state)."
+)
+
 spec_of = cast("Callable[..., PartitionSpec]", PartitionSpec)
 """`PartitionSpec(*entries)`, typed (jax gives its constructor no annotations)."""
 
@@ -70,6 +82,9 @@ class Stacking(NamedTuple):
 
     axes: tuple[AxisEntry, ...]
     where: str
+    sizes: tuple[int, ...] = ()
+    """The stack's sizes along these axes, those of most arrays inside it (empty: unknown):
+    `lax.scan` needs every array of a stack to have them."""
 
 
 class Wanted(NamedTuple):
@@ -82,6 +97,9 @@ class Wanted(NamedTuple):
     holders: tuple[tuple[str, str], ...] = ()
     """The fields around the array that hold a pytree dataclass, outermost first, each with
     the name of that class (for the hint when the array has more dimensions than declared)."""
+    derived: bool = False
+    """Whether its declaration gave the same stacking to an array of full rank elsewhere in
+    the call: one with fewer dimensions is derived from it (adafactor's factored moments)."""
 
 
 class Fit(NamedTuple):
@@ -115,7 +133,9 @@ class AxisRules:
     def fit(self, wanted: Wanted, shape: tuple[int, ...]) -> Fit:
         """The spec of an array of `shape` that is `wanted`; problems name no place (the
         walk says where), and the spec is replicated where the rank does not fit."""
-        rank_problem = _rank_problem(wanted, len(shape))
+        rank_problem = _rank_problem(wanted, shape)
+        if rank_problem is None:
+            rank_problem = _size_problem(wanted, shape)
         if rank_problem is not None:
             return Fit(REPLICATED, (rank_problem,))
         problems: list[str] = []
@@ -180,12 +200,47 @@ class AxisRules:
                 taken = {axis for axes in assigned if axes for axis in axes}
                 if slot.name == logical and assigned[i] is None and taken.isdisjoint(target or ()):
                     assigned[i] = target or ()
+        self._all_taken(slots, assigned, problems)
         dims: list[tuple[tuple[str, ...], tuple[str, ...]]] = [((), ())] * rank
         for slot, axes in zip(slots, assigned, strict=True):
             via, found = dims[slot.dim]
             from_rule = (slot.name,) if slot.name in ruled and axes else ()
             dims[slot.dim] = ((*via, *from_rule), (*found, *(axes or ())))
         return dims
+
+    def _all_taken(
+        self, slots: list[_Slot], assigned: list[tuple[str, ...] | None], problems: list[str]
+    ) -> None:
+        """A ruled name left without mesh axes had every rule's axes taken by other
+        dimensions of the array: flax linen would replicate it silently, and flax nnx raises
+        `DuplicateSpecError`; here it is refused, naming who took them (a name given twice
+        is told once, by `_mesh_axes`)."""
+        names = [slot.name for slot in slots]
+        for slot, axes in zip(slots, assigned, strict=True):
+            if axes is not None or names.count(slot.name) > 1:  # Twice: told above.
+                continue
+            targets = [t for logical, t in self.rules or () if logical == slot.name and t]
+            wanted = list(dict.fromkeys(axis for target in targets for axis in target))
+            takers = [
+                other
+                for other, got in zip(slots, assigned, strict=True)
+                if other is not slot and got and not set(got).isdisjoint(wanted)
+            ]
+            by = ", ".join(
+                f"{other.name!r}{_stacked_note([other])} on dimension {other.dim}"
+                for other in takers
+            )
+            taken = {axis for got in assigned if got for axis in got}
+            free = [axis for axis, _ in self.sizes or () if axis not in taken]
+            fallback = (
+                f", or add a rule to fall back on ({slot.name!r}, {free[0]!r})" if free else ""
+            )
+            problems.append(
+                f"the logical axis {slot.name!r}{_stacked_note([slot])} on dimension {slot.dim} "
+                f"goes to the mesh axis {', '.join(map(repr, wanted))} by its rule"
+                f"{'s' if len(targets) > 1 else ''}, which {by} already shards{_TWICE} Map one "
+                f"of the names to another mesh axis or None ({slot.name!r}: None){fallback}."
+            )
 
     def _check_mesh(
         self,
@@ -230,12 +285,20 @@ class AxisRules:
                 )
 
 
-def _rank_problem(wanted: Wanted, rank: int) -> str | None:
-    """What is wrong with the number of axes asked for an array of `rank`, else None."""
+def _rank_problem(wanted: Wanted, shape: tuple[int, ...]) -> str | None:
+    """What is wrong with the number of axes asked for an array of `shape`, else None."""
+    rank = len(shape)
     stacked = tuple(entry for level in wanted.stacked for entry in level.axes)
     by = " and ".join(level.where for level in wanted.stacked)
     stack = f"stack{'s' if len(wanted.stacked) == 1 else ''} it along {_count(len(stacked))}"
     axes = wanted.axes
+    if wanted.derived and axes is not None and rank < len(stacked) + len(axes):
+        return (  # Short of dimensions where a copy is not: adafactor's factored moments.
+            f"has rank {rank}, where {by} {stack} {stacked!r} and it declares "
+            f"{_count(len(axes))} {axes!r} more, as for an array of rank "
+            f"{len(stacked) + len(axes)} elsewhere in the tree: it is derived from that "
+            f"stacked array, not a copy of it. {_DERIVED}"
+        )
     if rank < len(stacked) or (stacked and axes is not None and rank == len(axes)):
         own = f" (the {_count(rank)} it declares)" if axes is not None and axes else ""
         return (
@@ -276,6 +339,29 @@ def _rank_problem(wanted: Wanted, rank: int) -> str | None:
         f"jax.vmap, consumed by lax.scan), declare the {_count(extra)} of the stack on the field "
         f"that holds it: {fixes}, or logical names for None. Otherwise d{generic}, {rank} in all."
     )
+
+
+def _size_problem(wanted: Wanted, shape: tuple[int, ...]) -> str | None:
+    """What is wrong with an array whose sizes along a stack's axes are not the stack's
+    (a vector shared by all layers, not one per layer), else None."""
+    start = 0
+    for level in wanted.stacked:
+        end = start + len(level.axes)
+        if level.sizes and shape[start:end] != level.sizes:
+            return (
+                f"has size{'s' if end - start > 1 else ''} {_dims(shape[start:end])} along the "
+                f"{_count(end - start)} {level.axes!r} that {level.where} stacks it along, where "
+                f"the stack's arrays have {_dims(level.sizes)}: it is not one of the stack's "
+                "layers, and lax.scan would refuse it. Move it out of the stacked class (to a "
+                f"field of the class that holds the stack), or stack it with the layers "
+                "(jax.vmap over the function that makes one)."
+            )
+        start = end
+    return None
+
+
+def _dims(sizes: tuple[int, ...]) -> str:
+    return " x ".join(map(str, sizes))
 
 
 def _names(entry: AxisEntry) -> tuple[str, ...]:

@@ -7,6 +7,8 @@
   installed, each such page runs again with those blocks.
 - The equinox layers that the equinox migration page names, and what their leaves are.
 - The API reference's signatures: the overloads type checkers see, not `-> Any`.
+- The flax partitioning migration page: each spelling of nnx's stacked layers in its table,
+  and in code that runs (the page's blocks, `tests/docs/test_docs.py`).
 """
 
 from __future__ import annotations
@@ -132,3 +134,17 @@ def test_the_api_reference_wraps_long_example_lines(api_page: str) -> None:
     assert 'href="stylesheets/extra.css"' in api_page
     css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
     assert re.search(r"\.doc-contents pre > code[^{]*\{[^}]*white-space: pre-wrap", css)
+
+
+@pytest.mark.parametrize(
+    ("flax", "code"),
+    [
+        ('transform_metadata={nnx.PARTITION_NAME: "layers"}', 'jdc.Sharded[Kernel, "layers"]'),
+        ("@nnx.scan(", "jax.lax.scan(body, x, self.layers)"),
+        ("`spmd_axis_name`", "out_shardings=jdc.shardings(jax.eval_shape(init, key))"),
+    ],
+)
+def test_the_flax_partitioning_page_maps_each_way_nnx_stacks_layers(flax: str, code: str) -> None:
+    """Issue 38, item 9: the page showed only `PARTITION_NAME: None`."""
+    page = (ROOT / "docs" / "migrating" / "from-flax-partitioning.md").read_text()
+    assert flax in page and code in page

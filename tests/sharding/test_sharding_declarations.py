@@ -198,8 +198,22 @@ class TestRules:
 
         rules = [("heads", "model"), ("kv", "model"), ("kv", "data")]
         assert jdc.partition_specs(Heads(jnp.ones((2, 4))), rules).x == P("model", "data")
+
+    def test_a_name_whose_every_rule_is_taken_is_refused_as_nnx_does(self) -> None:
+        """flax linen leaves 'kv' unsharded without a word; nnx raises DuplicateSpecError."""
+
+        @jdc.pytree_dataclass
+        class Heads:
+            x: jdc.Sharded[jax.Array, "heads", "kv"]
+
         rules = [("heads", "model"), ("kv", "model")]
-        assert jdc.partition_specs(Heads(jnp.ones((2, 4))), rules).x == P("model", None)
+        text = sharding_error(lambda: jdc.partition_specs(Heads(jnp.ones((2, 4))), rules))
+        assert "- field 'x' of TestRules.test_a_name_whose_every_rule_is_taken_is_refused_as_" \
+            "nnx_does.<locals>.Heads at .x (f32[2,4]): the logical axis 'kv' on dimension 1 goes " \
+            "to the mesh axis 'model' by its rule, which 'heads' on dimension 0 already shards: " \
+            "a mesh axis shards one dimension of an array at most once (flax nnx raises " \
+            "DuplicateSpecError" in text  # fmt: skip
+        assert "Map one of the names to another mesh axis or None ('kv': None)." in text
 
     def test_a_mesh_where_the_rules_go_is_taken_for_the_mesh(self) -> None:
         by_keyword = jdc.partition_specs(model(), RULES, mesh=MESH)
@@ -278,8 +292,21 @@ class TestRules:
         declared = jdc.Sharded[jax.Array, *names]
         cls = type("Declared", (), {"__annotations__": {"x": declared}})
         cls = jdc.pytree_dataclass(cls)
-        ours = jdc.partition_specs(cls(jnp.ones((1,) * len(names))), rules).x
-        assert tuple(ours) == tuple(logical_to_mesh_axes(names, rules))
+        flaxs = tuple(logical_to_mesh_axes(names, rules))
+        # A name whose rules all map to mesh axes that other dimensions took: flax linen
+        # replicates it, ours refuses it as flax nnx does (DuplicateSpecError).
+        targets = {n: [t for logical, t in rules if logical == n] for n in filter(None, names)}
+        taken = [
+            n
+            for n, got in zip(names, flaxs, strict=True)
+            if n and got is None and None not in targets[n]
+        ]
+        tree = cls(jnp.ones((1,) * len(names)))
+        if taken:
+            text = sharding_error(lambda: jdc.partition_specs(tree, rules))
+            assert f"the logical axis {taken[0]!r} on dimension {names.index(taken[0])}" in text
+        else:
+            assert tuple(jdc.partition_specs(tree, rules).x) == flaxs
 
 
 def nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:

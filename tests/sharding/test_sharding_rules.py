@@ -111,3 +111,14 @@ class TestProblems:
         stacked = Stacking(("hidden",), "field 'layers' of Stack")
         text = self.problem(Wanted((stacked,), ("embed", "hidden")), (2, 8, 16))
         assert text.startswith("names the axis 'hidden' on several dimensions (stacked by field")
+
+    def test_an_array_whose_size_along_a_stacked_axis_is_not_the_stacks(self) -> None:
+        stacked = Stacking(("layers",), "field 'layers' of Stack", (4,))
+        rules = (*FLAX_GUIDE, ("layers", ("model",)))
+        assert fit(rules, SIZES, Wanted((stacked,), None), (4, 8)) == (P("model"), ())
+        text = self.problem(Wanted((stacked,), None), (8,), rules)
+        assert text.startswith(
+            "has size 8 along the 1 axis ('layers',) that field 'layers' of Stack stacks it "
+            "along, where the stack's arrays have 4: it is not one of the stack's layers"
+        )
+        assert "Move it out of the stacked class" in text

@@ -121,6 +121,107 @@ class TestStackedLayers:
             "field 'layers' of TestStackedLayers" in text  # fmt: skip
         assert ".Plain (Sharded[Block, None])" in text and "Sharded[jax.Array, 'hidden'" not in text
 
+    def test_a_mesh_axis_claimed_by_the_stack_and_a_layer_axis_is_refused(self) -> None:
+        """Issue 38, item 6: the layer axis was dropped without a word (P('model', None,
+        None)); flax nnx raises DuplicateSpecError for the same model."""
+
+        @jdc.pytree_dataclass
+        class Layers:
+            layers: jdc.Sharded[Linear, "layers"]
+
+        rules = [("layers", "model"), ("hidden", "model"), ("embed", None)]
+        model = Layers(Linear(jnp.ones((4, 8, 16))))
+        text = sharding_error(lambda: jdc.partition_specs(model, rules, mesh=MESH))
+        assert text.startswith("1 sharding declaration does not fit (mesh {'data': 2, 'model'")
+        assert "- field 'kernel' of Linear at .layers.kernel (f32[4,8,16]): the logical axis " \
+            "'hidden' on dimension 2 goes to the mesh axis 'model' by its rule, which 'layers' " \
+            "(stacked by field 'layers' of TestStackedLayers.test_a_mesh_axis_claimed_by_the_" \
+            "stack_and_a_layer_axis_is_refused.<locals>.Layers) on dimension 0 already shards" \
+            in text  # fmt: skip
+        assert "('hidden': None), or add a rule to fall back on ('hidden', 'data')." in text
+
+    def test_an_undeclared_array_shared_by_the_layers_is_not_taken_for_stacked(self) -> None:
+        """Issue 38, item 7: a (8,) vector in a 4-layer stack was sharded along 'model' by the
+        layers rule, as if it held one entry per layer."""
+
+        @jdc.pytree_dataclass
+        class Shared:
+            kernel: jdc.Sharded[jax.Array, "embed", "hidden"]
+            offsets: jax.Array  # undeclared, the same for every layer
+
+        @jdc.pytree_dataclass
+        class Layers:
+            layers: jdc.Sharded[Shared, "layers"]
+
+        rules = [("layers", "model"), ("hidden", "data"), ("embed", None)]
+        model = Layers(Shared(jnp.ones((4, 8, 16)), jnp.ones(8)))
+        text = sharding_error(lambda: jdc.partition_specs((model, model), rules, mesh=MESH))
+        assert "- undeclared leaf at [0].layers.offsets (f32[8]): has size 8 along the 1 axis " \
+            "('layers',) that field 'layers' of TestStackedLayers.test_an_undeclared_array_shared" \
+            "_by_the_layers_is_not_taken_for_stacked.<locals>.Layers stacks it along, where the " \
+            "stack's arrays have 4: it is not one of the stack's layers, and lax.scan would " \
+            "refuse it." in text  # fmt: skip
+        assert "  Also at [1].layers.offsets." in text
+        stacked = Layers(Shared(jnp.ones((4, 8, 16)), jnp.ones((4, 8))))
+        assert jdc.partition_specs(stacked, rules, mesh=MESH).layers.offsets == P("model")
+
+    def test_in_nested_stacks_each_level_has_its_own_size(self) -> None:
+        pipeline = Pipeline(jax.vmap(lambda _: stack())(jnp.arange(2)))  # 2 stages of 3 layers
+        assert jdc.partition_specs(pipeline, RULES, mesh=MESH).stages.layers.scale == P(
+            "data", None
+        )
+        shared = Pipeline(Stack(jdc.replace(pipeline.stages.layers, scale=jnp.ones((2, 8)))))
+        text = sharding_error(lambda: jdc.partition_specs(shared, RULES, mesh=MESH))
+        assert "- undeclared leaf at .stages.layers.scale (f32[2,8]): has size 8 along the 1 " \
+            "axis (None,) that field 'layers' of Stack stacks it along, where the stack's " \
+            "arrays have 3" in text  # fmt: skip
+
+    def test_adafactors_factored_moments_are_told_as_derived_not_as_unstacked(self) -> None:
+        """Issue 38, item 8: v_row and v_col of a stacked kernel keep the stack's axis and
+        lose one of the kernel's; they were reported as "not stacked: stack the layers"."""
+
+        @jdc.pytree_dataclass
+        class Layers:
+            layers: jdc.Sharded[Linear, "layers"]
+
+        rules = [("layers", "model"), ("hidden", "data"), ("embed", None)]
+        model = Layers(Linear(jnp.ones((4, 128, 256))))
+        state = optax.adafactor(1e-3).init(model)
+        text = sharding_error(lambda: jdc.partition_specs((model, state), rules, mesh=MESH))
+        assert "- field 'kernel' of Linear at [1][0].v_row.layers.kernel (f32[4,128]): has rank " \
+            "2, where field 'layers' of TestStackedLayers.test_adafactors_factored_moments_are_" \
+            "told_as_derived_not_as_unstacked.<locals>.Layers stacks it along 1 axis " \
+            "('layers',) and it declares 2 axes ('embed', 'hidden') more, as for an array of " \
+            "rank 3 elsewhere in the tree: it is derived from that stacked array, not a copy " \
+            "of it." in text  # fmt: skip
+        assert "  Also at [1][0].v_col.layers.kernel." in text
+        assert "not stacked" not in text
+        assert "give that state specs of its own, for example replicated, jax.tree.map(" in text
+
+    def test_the_hint_names_only_the_field_whose_declaration_fits_every_array(self) -> None:
+        """Issue 38, item 8: the kernel's hint offered `Sharded[Linear, None]` on 'dot1' too,
+        which leaves w2 out of the stack; and with only the kernel stacked, 'layers', which
+        would stack w2 as well."""
+
+        @jdc.pytree_dataclass
+        class Plain:
+            layers: Block
+
+        every = Plain(jdc.replace(stack().layers, norms=(jnp.ones((3, 8)),) * 2))
+        text = sharding_error(lambda: jdc.partition_specs(every, RULES))
+        assert "field 'layers' of TestStackedLayers.test_the_hint_names_only_the_field_whose_" \
+            "declaration_fits_every_array.<locals>.Plain (Sharded[Block, None]), or logical " \
+            "names for None" in text  # fmt: skip
+        assert "Sharded[Linear, None]" not in text
+        kernel_only = Plain(jdc.replace(block(), dot1=Linear(jnp.ones((3, 8, 16)))))
+        text = sharding_error(lambda: jdc.partition_specs(kernel_only, RULES))
+        assert "- field 'kernel' of Linear at .layers.dot1.kernel (f32[3,8,16]): declares 2 " \
+            "axes ('embed', 'hidden') for an array of rank 3. If it is one of a stack of " \
+            "layers (made by jax.vmap, consumed by lax.scan), declare the 1 axis of the stack " \
+            "on the field that holds it: field 'dot1' of Block (Sharded[Linear, None]), or " \
+            "logical names for None." in text  # fmt: skip
+        assert "Sharded[Block, None]" not in text
+
     def test_check_shardings_of_a_placed_stack(self) -> None:
         placed = jax.device_put(stack(), jdc.shardings(stack(), RULES, mesh=ONE_DEVICE))
         jdc.check_shardings(placed, RULES, mesh=ONE_DEVICE)
