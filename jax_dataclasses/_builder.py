@@ -37,6 +37,7 @@ from jax_dataclasses._construct import (
 from jax_dataclasses._declarations import (
     Declaration,
     Pending,
+    check_keeps_frozen,
     declare,
     declaring_class,
 )
@@ -260,10 +261,22 @@ def _declare(
         if owner not in scopes:
             scopes[owner] = class_scope(owner)
         declared, waiting = declare(f.name, owner, f.type, f.metadata, scopes[owner])
+        if waiting is None:  # A pending one is checked as it is decided (`_Deferral`).
+            check_keeps_frozen(declared, _base_declaration(owner, f.name))
         declarations.append(declared)
         if waiting is not None:
             pending.append(waiting)
     return tuple(declarations), tuple(pending), inherited
+
+
+def _base_declaration(cls: type, name: str) -> Declaration | None:
+    """The declaration of field `name` in the nearest registered base of `cls` that has it
+    (as recorded: reading it is no use of the base)."""
+    for base in cls.__mro__[1:]:
+        layout = recorded(base)
+        if layout is not None and name in layout.fields:
+            return layout.declaration(name)
+    return None
 
 
 def _compile(
@@ -332,7 +345,9 @@ class _Deferral:
     def _decide(self, declared: Declaration) -> Declaration:
         waiting = self.pending.get(declared.name)
         if waiting is not None:
-            return waiting.declaration()
+            decided = waiting.declaration()
+            check_keeps_frozen(decided, _base_declaration(self.cls, declared.name))
+            return decided
         base = self.inherited.get(declared.name)
         if base is None:
             return declared
