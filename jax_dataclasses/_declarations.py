@@ -165,25 +165,6 @@ def from_reading(name: str, owner: str, reading: Reading, mark: Mark | None) -> 
     return Declaration(name, owner, static, reading.axes, reading.metadata, legacy, reading.frozen)
 
 
-def check_keeps_frozen(declared: Declaration, inherited: Declaration | None) -> None:
-    """Refuse a child that re-declares, without `Frozen`, a base's field declared `Frozen`
-    (`inherited`: the nearest registered base's declaration of the same name). A subclass
-    may re-annotate a field, as in the standard library (a narrower type, a new default), but
-    dropping `Frozen` on the way would silently train what the base froze; a static value is
-    never trained, so that stays allowed."""
-    if inherited is None or not inherited.frozen or declared.frozen or declared.static:
-        return
-    name = declared.name
-    raise StaticAnnotationError(
-        f"field {name!r} of {declared.owner} re-declares field {name!r} of {inherited.owner}, "
-        f"which is Frozen, without Frozen[...]: the key path .{name} of every "
-        f"{declared.owner} would silently be trained. Write {name}: jdc.Frozen[...] again to "
-        "keep it frozen; to train it in a run, keep it frozen and unfreeze it for that run: "
-        f"jdc.trainable(model, unfreeze=['.{name}']) (or jdc.trainable_only(tx, "
-        f"unfreeze=['.{name}']))."
-    )
-
-
 def _rereader(owner: type, name: str, annotation: object) -> Callable[[], object]:
     """Reads field `name`'s annotation again, as `dataclasses` would read it now."""
     return lambda: class_annotations(owner).get(name, annotation)
