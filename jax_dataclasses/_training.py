@@ -115,7 +115,9 @@ def trainable_only(
     Which leaves are trainable is `jdc.trainable(tree, freeze=..., unfreeze=...)`, taken of
     the parameters at `init` and of the updates at `update` (they have the same classes).
     This is `optax.multi_transform` with `tx` for the trainable leaves and
-    `optax.set_to_zero()` for the others. optax must be installed (typed `Any` here: optax
+    `optax.set_to_zero()` for the others (an integer leaf's `float0` gradient, from
+    `jax.grad(..., allow_int=True)`, gets a zero of the leaf's dtype, which
+    `optax.apply_updates` can add). optax must be installed (typed `Any` here: optax
     ships no type information).
 
     Args:
@@ -150,7 +152,18 @@ def trainable_only(
     def labels(tree: Any) -> Any:
         return jax.tree.map(_label, trainable(tree, freeze=freeze, unfreeze=unfreeze))
 
-    return optax.multi_transform({_TRAIN: tx, _FROZEN: optax.set_to_zero()}, labels)
+    def no_update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        """`optax.set_to_zero`, but a `float0` gradient (of an integer leaf, from
+        `jax.grad(..., allow_int=True)`) gets a zero of the parameter's dtype, which
+        `optax.apply_updates` can add."""
+        like = updates if params is None else params
+        return jax.tree.map(_zero_update, updates, like), state
+
+    def no_state(params: Any) -> Any:
+        return optax.EmptyState()
+
+    frozen = optax.GradientTransformation(no_state, no_update)
+    return optax.multi_transform({_TRAIN: tx, _FROZEN: frozen}, labels)
 
 
 _TRAIN = "trainable"
@@ -160,6 +173,10 @@ _FROZEN = "frozen"
 
 def _label(train: bool) -> str:
     return _TRAIN if train else _FROZEN
+
+
+def _zero_update(update: Any, param: Any) -> Any:
+    return jax.lax.full_like(param if update.dtype == jax.dtypes.float0 else update, 0)
 
 
 def stop_frozen_gradients(tree: T, mask: Any = None) -> T:

@@ -512,6 +512,27 @@ def test_trainable_only_takes_a_runs_selectors_and_refuses_one_matching_nothing(
         jdc.trainable_only(optax.sgd(0.1), freeze=".layer[1]").init(model)
 
 
+def test_trainable_only_gives_an_integer_leaf_with_a_float0_gradient_a_zero_update() -> None:
+    """`jax.grad(..., allow_int=True)` gives an integer leaf a `float0` gradient, which
+    `optax.apply_updates` cannot add: its update is a zero of the leaf's own dtype."""
+    optax = pytest.importorskip("optax")
+
+    @jdc.pytree_dataclass
+    class Counted:
+        layer: Dense
+        seen: jax.Array
+
+    model = Counted(dense(jax.random.key(0)), jnp.asarray(7, jnp.int32))
+    grads = jax.grad(lambda m: jnp.sum(m.layer.w**2), allow_int=True)(model)
+    assert grads.seen.dtype == jax.dtypes.float0
+    tx = jdc.trainable_only(optax.adamw(1e-2))
+    for update in (tx.update, jax.jit(tx.update)):
+        updates, _ = update(grads, tx.init(model), model)
+        stepped = optax.apply_updates(model, updates)
+        assert stepped.seen.dtype == jnp.int32 and int(stepped.seen) == 7
+        assert np.any(stepped.layer.w != model.layer.w)
+
+
 def test_optax_masked_with_the_mask_alone_moves_frozen_leaves() -> None:
     """Why the docs lead with `trainable_only`: `optax.masked` passes the updates it does
     not transform through, so the mask alone does not freeze (optax's documented behaviour,
