@@ -121,8 +121,9 @@ def trainable_only(
     ships no type information).
 
     Args:
-        tx: Any optax `GradientTransformation`: a chain, a schedule inside it, `optax.MultiSteps(...)`
-            (or its `.gradient_transformation()`), `optax.apply_if_finite(...)`.
+        tx: Any optax `GradientTransformation`: a chain, a schedule inside it,
+            `optax.MultiSteps(...).gradient_transformation()`, `optax.apply_if_finite(...)`
+            (inside, these see the trainable leaves only; outside, every leaf).
         freeze: Key paths or classes to freeze for this run, as for `jdc.trainable`.
         unfreeze: The same, to train for this run.
 
@@ -176,7 +177,8 @@ def _label(train: bool) -> str:
 
 
 def _zero_update(update: Any, param: Any) -> Any:
-    return jax.lax.full_like(param if update.dtype == jax.dtypes.float0 else update, 0)
+    float0 = getattr(update, "dtype", None) == jax.dtypes.float0
+    return jax.lax.full_like(param if float0 else update, 0)
 
 
 def stop_frozen_gradients(tree: T, mask: Any = None) -> T:
