@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         constrain_shardings,
         with_logical_constraint,
     )
-    from jax_dataclasses._training import stop_frozen_gradients, trainable
+    from jax_dataclasses._training import stop_frozen_gradients, trainable, trainable_only
 else:
     from jax_dataclasses._builder import pytree_dataclass
     from jax_dataclasses._forms import Sharded, static_field
@@ -73,6 +73,7 @@ if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown
         "explain_recompiles": "_recompiles",
         "trainable": "_training",
         "stop_frozen_gradients": "_training",
+        "trainable_only": "_training",
         "_dataclasses": "",
     }
 
@@ -147,6 +148,7 @@ __all__ = [
     "static_field",
     "stop_frozen_gradients",
     "trainable",
+    "trainable_only",
     "v1_6_layout",
     "with_logical_constraint",
 ]

@@ -46,7 +46,7 @@ from jax_dataclasses._defaults import (
     restore_array_defaults,
 )
 from jax_dataclasses._evolution import declared_evolution
-from jax_dataclasses._forms import NO_EVOLUTION, Evolution
+from jax_dataclasses._forms import NO_EVOLUTION, Evolution, refuse_dropped_frozen
 from jax_dataclasses._frozen import (
     MUTABILITY_ATTR,
     Mutability,
@@ -266,10 +266,25 @@ def _declare(
         if owner not in scopes:
             scopes[owner] = class_scope(owner)
         declared, waiting = declare(f.name, owner, f.type, f.metadata, scopes[owner])
+        if waiting is None:  # A pending one is checked as it is decided (`_Deferral`).
+            _check_keeps_frozen(owner, declared)
         declarations.append(declared)
         if waiting is not None:
             pending.append(waiting)
     return tuple(declarations), tuple(pending), inherited
+
+
+def _check_keeps_frozen(cls: type, declared: Declaration) -> None:
+    """Refuse a child of `cls` that re-declares without `Frozen` a field that the nearest
+    registered base having it declares `Frozen` (as recorded: no use of the base). A static
+    value is never trained, so re-declaring it static stays allowed."""
+    for base in cls.__mro__[1:]:
+        layout = recorded(base)
+        if layout is not None and declared.name in layout.fields:
+            inherited = layout.declaration(declared.name)
+            if inherited.frozen and not declared.frozen and declared.static is None:
+                refuse_dropped_frozen(declared.name, declared.owner, inherited.owner)
+            return
 
 
 def _compile(
@@ -340,7 +355,9 @@ class _Deferral:
     def _decide(self, declared: Declaration) -> Declaration:
         waiting = self.pending.get(declared.name)
         if waiting is not None:
-            return waiting.declaration()
+            decided = waiting.declaration()
+            _check_keeps_frozen(self.cls, decided)
+            return decided
         base = self.inherited.get(declared.name)
         if base is None:
             return declared

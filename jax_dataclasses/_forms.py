@@ -287,9 +287,10 @@ Frozen.__doc__ = """`Frozen[T]` is `T` to type checkers; on a field it marks the
 
 A frozen field stays a child: a traced, shardable leaf (or subtree) that `jax.jit`, `jax.grad`
 and checkpoints see as any other, so the tree structure is the same with or without it. What
-changes is what the training helpers derive from the class: `jdc.trainable` gives False for
-every leaf under a frozen field (a mask or labels for optax), `jdc.stop_frozen_gradients`
-stops their gradients, and the repr shows the field as `Frozen(...)`. Use it for pretrained
+changes is what the training helpers derive from the class: `jdc.trainable_only(tx)` gives
+every leaf under a frozen field a zero update and no optimizer state, `jdc.trainable` gives
+False for it (the mask), `jdc.stop_frozen_gradients` stops its gradient, and the repr shows the
+field as `Frozen(...)`. A subclass re-declaring the field must write `Frozen` again. Use it for pretrained
 parts, fixed embeddings and buffers (running statistics, masks, RoPE tables). It composes
 with `Sharded` in either order (`Frozen[Sharded[jax.Array, "vocab", "embed"]]`), and like
 `Static` it must be the outermost part of the annotation; a field cannot be both static and
@@ -306,6 +307,19 @@ Examples:
     >>> len(jax.tree.leaves(tower))  # still a child
     2
 """
+
+
+def refuse_dropped_frozen(name: str, owner: str, base: str) -> NoReturn:
+    """A subclass `owner` re-declares field `name`, which its base `base` declares `Frozen`, as
+    a child without `Frozen`. A subclass may re-annotate a field, as in the standard library,
+    but dropping `Frozen` on the way would silently train what the base froze."""
+    raise StaticAnnotationError(
+        f"field {name!r} of {owner} re-declares field {name!r} of {base}, which is Frozen, "
+        f"without Frozen[...]: the key path .{name} of every {owner} would silently be "
+        f"trained. Write {name}: jdc.Frozen[...] again to keep it frozen; to train it in a "
+        f"run, keep it frozen and unfreeze it for that run: jdc.trainable(model, "
+        f"unfreeze=['.{name}']) (or jdc.trainable_only(tx, unfreeze=['.{name}']))."
+    )
 
 
 # -- Evolution ------------------------------------------------------------------------------

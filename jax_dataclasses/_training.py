@@ -3,8 +3,10 @@ run freezes or unfreezes besides (docs/design.md §18).
 
 `trainable` gives a tree of bools with the structure of the tree it is given (a model, a list
 of layers, an optax state whose moments are copies of the model, abstract or sharded trees):
-True where a leaf is trained. That is the mask of `optax.masked`, and, mapped to names, the
-labels of `optax.multi_transform`; `stop_frozen_gradients` stops the gradients of the others.
+True where a leaf is trained. `trainable_only` wraps an optax transformation so that it sees
+the trained leaves only, the others getting a zero update and no state: the recipe that
+cannot be misused (`optax.masked` with the mask passes the frozen leaves' gradients through
+as their updates). `stop_frozen_gradients` stops the gradients of the frozen leaves.
 Frozen fields stay children, so nothing here changes a tree's structure or its jit cache: the
 classes' records say which fields are frozen (`layout_of(cls).declarations`), read as the tree
 is walked.
@@ -14,7 +16,9 @@ everything under it; a selector given for the run (a key path, or a class) freez
 unfreezes the subtree where it matches, over a declaration at the same place; a freeze and an
 unfreeze at the same place contradict each other (an error). So `freeze=[Model],
 unfreeze=[".head"]` trains the head only, and a buffer declared `Frozen` inside the head stays
-frozen unless a selector names it.
+frozen unless a selector names it. A leaf that is no floating-point (or complex) number is
+never trained, whatever is declared: an integer, boolean or key array (a step counter, optax's
+`count`), whose gradient is `float0`, or any other object.
 """
 
 from __future__ import annotations
@@ -54,9 +58,16 @@ def trainable(
     A leaf is frozen under a field declared `jdc.Frozen[...]`, or under what `freeze` selects
     for this run; `unfreeze` trains a subtree whatever it declares (a `Frozen` field deeper
     inside stays frozen unless selected too). The deepest decision on a leaf's key path wins.
-    Pass the result as `optax.masked`'s mask (`lambda _: mask`, since a callable mask, as a
-    model with a `__call__` is, would be called), or map it to labels for
-    `optax.multi_transform`.
+    A leaf that is not a floating-point or complex number (an integer, boolean or key array,
+    such as a step counter or optax's `count`) is never trained: False.
+
+    To train with optax, wrap the optimizer: `jdc.trainable_only(tx)` takes the same
+    selectors and gives frozen leaves no update and no state. Do not pass this mask to
+    `optax.masked(tx, ...)` alone: `optax.masked` passes the updates it does not transform
+    through unchanged, so every frozen leaf would move by its raw gradient. Map the mask to
+    labels for `optax.multi_transform`, with `optax.set_to_zero()` for the frozen label, to
+    build the same by hand (`lambda _: labels`, since a callable tree, as a model with a
+    `__call__` is, would be called).
 
     Args:
         tree: Any pytree: a model, a list of layers, an optax state, an abstract tree.
@@ -88,6 +99,86 @@ def trainable(
     walk.visit(tree, (), "", False, flags)
     walk.check_matched(tree)
     return tree_structure(tree, None).unflatten(flags)
+
+
+def trainable_only(
+    tx: Any,
+    *,
+    freeze: Selector | Iterable[Selector] = (),
+    unfreeze: Selector | Iterable[Selector] = (),
+) -> Any:
+    """The optax transformation `tx` applied to the trainable leaves only: every frozen leaf
+    gets an update of exactly zero, and `tx` keeps no state for it and never sees it (a
+    `clip_by_global_norm` in `tx` clips by the trainable leaves' norm, weight decay reaches
+    them only).
+
+    Which leaves are trainable is `jdc.trainable(tree, freeze=..., unfreeze=...)`, taken of
+    the parameters at `init` and of the updates at `update` (they have the same classes).
+    This is `optax.multi_transform` with `tx` for the trainable leaves and
+    `optax.set_to_zero()` for the others (an integer leaf's `float0` gradient, from
+    `jax.grad(..., allow_int=True)`, gets a zero of the leaf's dtype, which
+    `optax.apply_updates` can add). optax must be installed (typed `Any` here: optax
+    ships no type information).
+
+    Args:
+        tx: Any optax `GradientTransformation`: a chain, a schedule inside it,
+            `optax.MultiSteps(...).gradient_transformation()`, `optax.apply_if_finite(...)`
+            (inside, these see the trainable leaves only; outside, every leaf).
+        freeze: Key paths or classes to freeze for this run, as for `jdc.trainable`.
+        unfreeze: The same, to train for this run.
+
+    Returns:
+        An optax `GradientTransformationExtraArgs`, to `init` with the model and `update` with
+        its gradients.
+
+    Raises:
+        ValueError: at `init` and `update`, a selector that matches nothing, as
+            `jdc.trainable` raises it.
+
+    Examples:
+        >>> import optax
+        >>> @jdc.pytree_dataclass
+        ... class Model:
+        ...     embed: jdc.Frozen[jax.Array]
+        ...     w: jax.Array
+        >>> model = Model(jnp.ones(2), jnp.ones(2))
+        >>> tx = jdc.trainable_only(optax.adamw(0.1, weight_decay=0.1))
+        >>> grads = Model(jnp.ones(2), jnp.ones(2))
+        >>> updates, _ = tx.update(grads, tx.init(model), model)
+        >>> updates
+        Model(embed=Frozen(f32[2](0.0, 0.0)), w=f32[2](-0.1099..., -0.1099...))
+    """
+    import optax  # type: ignore[import-untyped,unused-ignore]  # pyright: ignore[reportMissingTypeStubs]  # Optional: imported when used.
+
+    def labels(tree: Any) -> Any:
+        return jax.tree.map(_label, trainable(tree, freeze=freeze, unfreeze=unfreeze))
+
+    def no_update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        """`optax.set_to_zero`, but a `float0` gradient (of an integer leaf, from
+        `jax.grad(..., allow_int=True)`) gets a zero of the parameter's dtype, which
+        `optax.apply_updates` can add."""
+        like = updates if params is None else params
+        return jax.tree.map(_zero_update, updates, like), state
+
+    def no_state(params: Any) -> Any:
+        return optax.EmptyState()
+
+    frozen = optax.GradientTransformation(no_state, no_update)
+    return optax.multi_transform({_TRAIN: tx, _FROZEN: frozen}, labels)
+
+
+_TRAIN = "trainable"
+_FROZEN = "frozen"
+"""The labels `trainable_only` gives `optax.multi_transform` (its state is keyed by them)."""
+
+
+def _label(train: bool) -> str:
+    return _TRAIN if train else _FROZEN
+
+
+def _zero_update(update: Any, param: Any) -> Any:
+    float0 = getattr(update, "dtype", None) == jax.dtypes.float0
+    return jax.lax.full_like(param if float0 else update, 0)
 
 
 def stop_frozen_gradients(tree: T, mask: Any = None) -> T:
@@ -125,7 +216,17 @@ def stop_frozen_gradients(tree: T, mask: Any = None) -> T:
 
 
 def _stop_unless(keep: bool, leaf: Any) -> Any:
-    return leaf if keep else jax.lax.stop_gradient(leaf)
+    return leaf if keep or not _trainable_value(leaf) else jax.lax.stop_gradient(leaf)
+
+
+def _trainable_value(leaf: object) -> bool:
+    """Whether a leaf can be trained at all: an array (concrete, abstract or traced) or a
+    Python number of a floating-point or complex dtype. Integers, booleans, keys (and
+    `float0` gradients) have no gradient an optimizer could apply; other objects none."""
+    dtype = getattr(leaf, "dtype", None)
+    if dtype is None:
+        return isinstance(leaf, float | complex)
+    return bool(jax.numpy.issubdtype(dtype, jax.numpy.inexact))
 
 
 class _Selectors(NamedTuple):
@@ -185,7 +286,7 @@ class _Walk:
         if freezes or unfreezes:
             frozen = bool(freezes)
         if not is_node(node):
-            flags.append(not frozen)
+            flags.append(not frozen and _trainable_value(node))
             return
         layout = layout_of(type_of(node))
         declared = layout.frozen if layout is not None else ()

@@ -201,7 +201,7 @@ def test_the_mask_of_an_optax_state_follows_the_model_copies_in_it() -> None:
     for moments in ("mu", "nu"):
         moment_mask = getattr(mask[1][0], moments)
         assert flags(moment_mask) == flags(jdc.trainable(model))
-    assert mask[1][0].count is True and adam.count.dtype == jnp.int32
+    assert mask[1][0].count is False and adam.count.dtype == jnp.int32  # an integer leaf
 
 
 def test_abstract_trees_give_the_same_mask() -> None:
@@ -211,6 +211,121 @@ def test_abstract_trees_give_the_same_mask() -> None:
         jdc.trainable(model),
         {"copy": jdc.trainable(model)},
     ]
+
+
+def test_integer_boolean_and_key_leaves_are_never_trainable() -> None:
+    """Issue 37, item 8: a step counter that is not declared frozen has no gradient an
+    optimizer could apply (`float0`); reported trainable, it reached the optimizer."""
+
+    @jdc.pytree_dataclass
+    class TrainState:
+        params: Dense
+        step: jax.Array
+        done: jax.Array
+        rng: jax.Array
+        scale: Any
+
+    state = TrainState(
+        dense(jax.random.key(0)), jnp.zeros((), jnp.int32), jnp.zeros(2, bool),
+        jax.random.key(1), [1.5, 2, jnp.ones((), jnp.bfloat16), jnp.ones((), jnp.complex64)],
+    )  # fmt: skip
+    assert flags(jdc.trainable(state)) == {
+        ".params.w": True, ".params.b": True, ".params.stats": False, ".step": False,
+        ".done": False, ".rng": False, ".scale[0]": True, ".scale[1]": False,
+        ".scale[2]": True, ".scale[3]": True,
+    }  # fmt: skip
+    assert flags(jdc.trainable(state, unfreeze=[".step"]))[".step"] is False
+    abstract = jax.eval_shape(lambda: state)
+    assert jdc.trainable(abstract) == jdc.trainable(state)
+    stopped = jdc.stop_frozen_gradients(state)
+    assert stopped.scale[1] == 2 and type(stopped.scale[1]) is int  # left as it is
+
+
+# -- a subclass that re-declares a frozen field ------------------------------------------------
+
+
+def test_a_subclass_dropping_frozen_from_a_base_field_is_refused() -> None:
+    """Issue 37, item 8: `embed: X` in a subclass of a class with `embed: jdc.Frozen[X]` made
+    the field trainable without a word."""
+
+    @jdc.pytree_dataclass
+    class Base:
+        w: jax.Array
+        embed: jdc.Frozen[jax.Array]
+
+    with pytest.raises(jdc.StaticAnnotationError) as caught:
+
+        @jdc.pytree_dataclass
+        class Tuned(Base):
+            embed: jax.Array
+
+    message = str(caught.value)
+    assert message.startswith(
+        "field 'embed' of test_a_subclass_dropping_frozen_from_a_base_field_is_refused"
+        ".<locals>.Tuned re-declares field 'embed' of "
+    )
+    assert "which is Frozen, without Frozen[...]: the key path .embed of every" in message
+    assert "Write embed: jdc.Frozen[...] again to keep it frozen" in message
+    assert "jdc.trainable(model, unfreeze=['.embed'])" in message
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_subclass_may_redeclare_a_frozen_field_frozen_or_static(spelling: str) -> None:
+    module = define(
+        """
+        import jax
+        import jax_dataclasses as jdc
+
+        @DECORATE
+        class Base:
+            w: jax.Array
+            embed: jdc.Frozen[jax.Array]
+
+        @DECORATE
+        class Narrower(Base):
+            embed: jdc.Frozen[jax.Array]
+
+        @DECORATE
+        class Fixed(Base):
+            embed: jdc.Static[int] = 3
+
+        class Adopted(Base):  # undecorated: the base's declarations
+            embed: jax.Array
+        """,
+        spelling,
+    )
+    ones = jnp.ones(2)
+    assert flags(jdc.trainable(module.Narrower(ones, ones))) == {".w": True, ".embed": False}
+    assert flags(jdc.trainable(module.Fixed(ones))) == {".w": True}
+    assert flags(jdc.trainable(module.Adopted(ones, ones))) == {".w": True, ".embed": False}
+
+
+def test_a_pending_redeclaration_dropping_frozen_is_refused_at_first_use() -> None:
+    module = define(
+        """
+        import jax
+        import jax_dataclasses as jdc
+
+        @DECORATE
+        class Base:
+            embed: jdc.Frozen[jax.Array]
+
+        @DECORATE
+        class Later(Base):
+            embed: LaterArray
+
+        @DECORATE
+        class StillFrozen(Base):
+            embed: LaterFrozen
+
+        LaterArray = jax.Array
+        LaterFrozen = jdc.Frozen[jax.Array]
+        """,
+        "future import",
+    )
+    assert flags(jdc.trainable(module.StillFrozen(jnp.ones(2)))) == {".embed": False}
+    with pytest.raises(jdc.StaticAnnotationError, match="field 'embed' of Later re-declares"):
+        module.Later(jnp.ones(2))
 
 
 # -- one run's own choices --------------------------------------------------------------------
@@ -353,6 +468,82 @@ def test_fine_tuning_with_adamw_and_clipping_keeps_frozen_leaves_bit_identical(
         np.testing.assert_allclose(update, expected, rtol=1e-5)
     stopped = jax.grad(lambda m: loss(jdc.stop_frozen_gradients(m, mask)))(model)
     np.testing.assert_allclose(norm(stopped), trained_norm, rtol=1e-6)
+
+
+def bits(tree: Any) -> dict[str, bytes]:
+    return {path: np.asarray(leaf).tobytes() for path, leaf in flags(tree).items()}
+
+
+def test_trainable_only_gives_frozen_leaves_no_update_and_no_state() -> None:
+    """Issue 37, item 7: the recipe the API led with, `optax.masked(adamw, mask)`, moved every
+    frozen leaf by its raw gradient; `trainable_only` wraps any transformation so that it
+    cannot. Trainable leaves move as adamw run on them alone."""
+    optax = pytest.importorskip("optax")
+    model = make_model()
+    adamw = optax.adamw(1e-3, weight_decay=0.1)
+    tx = jdc.trainable_only(adamw)
+    grads = jax.tree.map(lambda leaf: jnp.full_like(leaf, 6.89), model)
+    mask = flags(jdc.trainable(model))
+    trained = [leaf for path, leaf in flags(model).items() if mask[path]]
+    alone = [leaf for path, leaf in flags(grads).items() if mask[path]]
+
+    state, alone_state = tx.init(model), adamw.init(trained)
+    floats = [x.size for x in jax.tree.leaves(state) if jnp.issubdtype(x.dtype, jnp.floating)]
+    assert sum(floats) == 2 * sum(leaf.size for leaf in trained)  # mu and nu: trained only
+    for _ in range(10):
+        updates, state = tx.update(grads, state, model)
+        model = optax.apply_updates(model, updates)
+        alone_updates, alone_state = adamw.update(alone, alone_state, trained)
+        trained = optax.apply_updates(trained, alone_updates)
+    before, after = bits(make_model()), bits(model)
+    assert {p for p in before if before[p] != after[p]} == {p for p in mask if mask[p]}
+    assert [after[p] for p in mask if mask[p]] == [np.asarray(t).tobytes() for t in trained]
+
+
+def test_trainable_only_takes_a_runs_selectors_and_refuses_one_matching_nothing() -> None:
+    optax = pytest.importorskip("optax")
+    model = make_model()
+    tx = jdc.trainable_only(optax.sgd(0.1), freeze=Model, unfreeze=".layers[1]")
+    grads = jax.tree.map(jnp.ones_like, model)
+    updates, _ = tx.update(grads, tx.init(model), model)
+    moved = {path for path, leaf in flags(updates).items() if np.any(leaf)}
+    assert moved == {".layers[1].w", ".layers[1].b"}
+    with pytest.raises(ValueError, match=r"freeze='\.layer\[1\]' is no key path"):
+        jdc.trainable_only(optax.sgd(0.1), freeze=".layer[1]").init(model)
+
+
+def test_trainable_only_gives_an_integer_leaf_with_a_float0_gradient_a_zero_update() -> None:
+    """`jax.grad(..., allow_int=True)` gives an integer leaf a `float0` gradient, which
+    `optax.apply_updates` cannot add: its update is a zero of the leaf's own dtype."""
+    optax = pytest.importorskip("optax")
+
+    @jdc.pytree_dataclass
+    class Counted:
+        layer: Dense
+        seen: jax.Array
+
+    model = Counted(dense(jax.random.key(0)), jnp.asarray(7, jnp.int32))
+    grads = jax.grad(lambda m: jnp.sum(m.layer.w**2), allow_int=True)(model)
+    assert grads.seen.dtype == jax.dtypes.float0
+    tx = jdc.trainable_only(optax.adamw(1e-2))
+    for update in (tx.update, jax.jit(tx.update)):
+        updates, _ = update(grads, tx.init(model), model)
+        stepped = optax.apply_updates(model, updates)
+        assert stepped.seen.dtype == jnp.int32 and int(stepped.seen) == 7
+        assert np.any(stepped.layer.w != model.layer.w)
+
+
+def test_optax_masked_with_the_mask_alone_moves_frozen_leaves() -> None:
+    """Why the docs lead with `trainable_only`: `optax.masked` passes the updates it does
+    not transform through, so the mask alone does not freeze (optax's documented behaviour,
+    kept here so that the docs' warning stays true)."""
+    optax = pytest.importorskip("optax")
+    model = make_model()
+    mask = jdc.trainable(model)
+    masked = optax.masked(optax.adamw(1e-3, weight_decay=0.1), lambda _: mask)
+    grads = jax.tree.map(lambda leaf: jnp.full_like(leaf, 6.89), model)
+    updates, _ = masked.update(grads, masked.init(model), model)
+    np.testing.assert_array_equal(updates.embed, grads.embed)
 
 
 # -- with the rest of the library ---------------------------------------------------------------
