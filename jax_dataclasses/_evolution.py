@@ -325,9 +325,9 @@ def from_saved_layout(target: T, restored: Any) -> T:
     layout (what orbax restored into it).
 
     Each pytree dataclass is rebuilt from its entries, following its `jdc.Evolution`: a field
-    added since takes its default (placed with the target's sharding, where the target has
-    one), an entry of a removed field is dropped. Static fields come from the target. No
-    `__init__` runs.
+    added since takes the target's value, or, where the target is abstract, its default in
+    the target's shape (a stacked field stacks it), dtype and sharding; an entry of a removed
+    field is dropped. Static fields come from the target. No `__init__` runs.
 
     Args:
         target: The tree that was passed to `saved_layout`.
@@ -337,7 +337,9 @@ def from_saved_layout(target: T, restored: Any) -> T:
         A tree like `target`, holding the restored values.
 
     Raises:
-        ValueError: `restored` is not in the layout `saved_layout` gives for `target`.
+        ValueError: `restored` is not in the layout `saved_layout` gives for `target`; or an
+            added field's value cannot be known: the target is abstract inside an optimizer
+            state (pass `tx.init(model)` there), or its default does not fit the target.
 
     Examples:
         >>> @jdc.pytree_dataclass

@@ -321,16 +321,19 @@ class Evolution:
 
     Restoring a checkpoint (a flax state dict or bytes, an orbax checkpoint through
     `jdc.saved_layout`, or 1.6's layout) into the class then follows the declaration, and only
-    it: a field in `added` that the checkpoint lacks takes its default; a field in `renamed`
-    is found under its earlier name(s); an entry in `removed` is dropped. Every other
-    difference (a field missing, an entry unknown; in orbax restores, an array's shape or
-    dtype) is refused, in one error listing each by key path. A subclass inherits its bases'
-    declarations; nested classes and lists of them each follow their own.
+    it: a field in `added` that the checkpoint lacks takes the target's value, or its default
+    where the target is abstract; a field in `renamed` is found under its earlier name(s); an
+    entry in `removed` is dropped. Every other difference (a field missing, an entry unknown,
+    an array's shape or dtype) is refused, in one error listing each by key path. A subclass
+    inherits its bases' declarations; nested classes and lists of them each follow their own.
 
     Args:
-        added: Fields added since: each takes its default where a checkpoint lacks it.
+        added: Fields added since: where a checkpoint lacks one, the target's value (its
+            copies in an optimizer state hold what `tx.init` gave them), or its default where
+            the target is abstract (in the target's shape, dtype and sharding).
         renamed: New name -> earlier name (or several, most recent first).
-        removed: Names of fields that no longer exist: dropped where a checkpoint has them.
+        removed: Names of fields that no longer exist, or that became static: dropped where
+            a checkpoint has them.
 
     Examples:
         >>> @jdc.pytree_dataclass

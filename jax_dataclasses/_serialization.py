@@ -406,7 +406,8 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
     """`target` with the values of `restored` (a tree in `v1_6_layout(target)`'s layout).
 
     Static fields, and `init=False` fields (which 1.6 did not save), keep the target's
-    values; fields declared added since (`jdc.Evolution`) take their defaults. Objects are
+    values; fields declared added since (`jdc.Evolution`) take the target's values too, or
+    their defaults where the target is abstract (as `jdc.from_saved_layout`). Objects are
     rebuilt without running `__init__`.
 
     Args:
@@ -417,8 +418,8 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
         A tree like `target`, holding the restored values.
 
     Raises:
-        ValueError: `restored` does not fit `target`; the message names the class and the key
-            path where the saved children do not match.
+        ValueError: `restored` does not fit `target`, or an added field's value cannot be
+            known (as `jdc.from_saved_layout`); the message names the class and the key path.
 
     Examples:
         >>> @jdc.pytree_dataclass
