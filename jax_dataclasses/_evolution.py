@@ -15,7 +15,7 @@ puts what was restored back into the target's classes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar, cast
 
 import jax
@@ -102,12 +102,29 @@ def _check(cls: type, evolution: Evolution, declared: Mapping[str, Declaration])
                 f"{old!r} is declared more than once for {name} (an earlier name of several "
                 "fields, or also removed)"
             )
+    if evolution.v1_6_order is not None:
+        saved = [n for n in saved_children_1_6(cls, declared.values()) if n not in evolution.added]
+        order = evolution.v1_6_order
+        if sorted(order) != sorted(saved):
+            problems.append(
+                f"v1_6_order {order!r} of {name} is not an order of the fields 1.6 saved "
+                f"({names(saved)}: those `__init__` takes, less the static and added ones)"
+            )
     if problems:
         raise TypeError(
             f"the {EVOLUTION_ATTR} of {name} cannot hold: {'; '.join(problems)}. Declare only "
             "what changed: fields added (with a default), renamed (new name: earlier name) and "
             "removed (names that are no longer fields)."
         )
+
+
+def saved_children_1_6(cls: type, declarations: Iterable[Declaration]) -> tuple[str, ...]:
+    """The fields of `cls` that 1.6 saved, in field order: those `__init__` takes that 1.6 did
+    not see as static (`Declaration.legacy_static`: its own field marker, and `Static[...]`
+    found through a module-level name; its reading never saw a function's local names, so a
+    field annotated with a local alias under the future import was saved as a child)."""
+    fields = getattr(cls, "__dataclass_fields__")  # noqa: B009
+    return tuple(d.name for d in declarations if fields[d.name].init and not d.legacy_static)
 
 
 # -- one class in a checkpoint -----------------------------------------------------------------

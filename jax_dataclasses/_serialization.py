@@ -40,6 +40,7 @@ from jax_dataclasses._evolution import (
     is_state,
     match,
     names,
+    saved_children_1_6,
 )
 from jax_dataclasses._forms import EVOLUTION_ATTR
 from jax_dataclasses._record import Layout, layout_of, on_register
@@ -490,19 +491,24 @@ def _positions_1_6(layout: Layout) -> tuple[str, ...]:
             f"Restore it into {cls} as it was (the removed fields back), then save it with this "
             "version, whose checkpoints are keyed by field name."
         )
-    return tuple(name for name in saved_by_1_6(layout) if name not in layout.evolution.added)
+    saved = tuple(name for name in saved_by_1_6(layout) if name not in layout.evolution.added)
+    order = layout.evolution.v1_6_order
+    if layout.evolution and order is None and len(saved) > 1:  # One field has one order.
+        cls = layout.cls.__qualname__
+        raise ValueError(
+            f"cannot restore {cls} from a checkpoint in jax_dataclasses 1.6's layout: {cls} "
+            "declares how it changed (jdc.Evolution), and that layout stores a class's fields "
+            "by position, which cannot show whether they changed order. Declare the order 1.6 "
+            "saved them in, by their names now: if it is the order they have now, "
+            f"jdc.Evolution(..., v1_6_order={list(saved)!r})."
+        )
+    return saved if order is None else order
 
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
-    """The fields 1.6 saved, in field order: those `__init__` takes that 1.6 did not see as
-    static (`Declaration.legacy_static`: its own field marker, and `Static[...]` found
-    through a module-level name; its reading never saw a function's local names, so a field
-    annotated with a local alias under the future import was saved as a child)."""
+    """The fields 1.6 saved, in field order (`_evolution.saved_children_1_6`)."""
     current = layout_of(layout.cls) or layout
-    fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
-    return tuple(
-        d.name for d in current.declarations if fields[d.name].init and not d.legacy_static
-    )
+    return saved_children_1_6(layout.cls, current.declarations)
 
 
 def _map_children(tree: Any, function: Callable[[Any], Any]) -> Any:

@@ -44,7 +44,7 @@ class PolicyAdded:
     log_std: jax.Array
     obs_mean: jax.Array = jnp.full(3, 7.0)
     name: jdc.Static[str] = "policy"
-    __jdc_evolution__ = jdc.Evolution(added=["obs_mean"])
+    __jdc_evolution__ = jdc.Evolution(added=["obs_mean"], v1_6_order=["layers", "log_std"])
 
 
 @jdc.pytree_dataclass
@@ -53,7 +53,9 @@ class DenseRenamed:
     b: jax.Array
     dropout_mask: jax.Array
     activation: jdc.Static[str] = "tanh"
-    __jdc_evolution__ = jdc.Evolution(renamed={"kernel": "w"})
+    __jdc_evolution__ = jdc.Evolution(
+        renamed={"kernel": "w"}, v1_6_order=["kernel", "b", "dropout_mask"]
+    )
 
 
 @jdc.pytree_dataclass

@@ -9,6 +9,7 @@ bytes, orbax metadata, and 1.6's layout (`jdc.v1_6_layout` of the tree is what 1
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,65 @@ def test_flax_keeps_its_own_rule_for_a_class_that_declares_no_change() -> None:
     assert restored.w.shape == (2, 5)
 
 
+# -- 3. order in 1.6's positional layout ------------------------------------------------------
+
+
+@jdc.pytree_dataclass
+class PairV1:
+    a: jax.Array
+    b: jax.Array
+
+
+def test_a_class_that_declares_its_changes_declares_its_1_6_order() -> None:
+    """Positions cannot show a reorder: without the order 1.6 saved, refused; with it, exact."""
+
+    @jdc.pytree_dataclass
+    class Pair:
+        b: jax.Array
+        a: jax.Array
+        c: jax.Array = jnp.zeros(2)
+        __jdc_evolution__ = jdc.Evolution(added=["c"])
+
+    saved = jdc.v1_6_layout(PairV1(jnp.zeros(2), jnp.ones(2)))
+    target = Pair(jnp.full(2, 5.0), jnp.full(2, 5.0))
+    with pytest.raises(ValueError) as caught:
+        jdc.from_v1_6_layout(target, saved)
+    message = str(caught.value)
+    assert message.startswith("cannot restore test_a_class_that_declares_its_changes_declares_")
+    assert "jdc.Evolution(..., v1_6_order=['b', 'a'])" in message
+    with pytest.raises(ValueError, match="v1_6_order"):
+        jdc.v1_6_layout(target)
+
+    @jdc.pytree_dataclass
+    class PairOrdered:
+        b: jax.Array
+        a: jax.Array
+        c: jax.Array = jnp.zeros(2)
+        __jdc_evolution__ = jdc.Evolution(added=["c"], v1_6_order=["a", "b"])
+
+    ordered = PairOrdered(jnp.full(2, 5.0), jnp.full(2, 5.0))
+    assert [np.shape(x) for x in jdc.v1_6_layout(ordered)] == [(2,), (2,)]
+    restored = jdc.from_v1_6_layout(ordered, saved)
+    np.testing.assert_array_equal(restored.a, np.zeros(2))
+    np.testing.assert_array_equal(restored.b, np.ones(2))
+
+
+def test_a_1_6_order_that_is_not_an_order_of_the_saved_fields_is_refused() -> None:
+    with pytest.raises(TypeError) as caught:
+
+        @jdc.pytree_dataclass
+        class Pair:
+            a: jax.Array
+            b: jax.Array
+            c: jax.Array = jnp.zeros(2)
+            __jdc_evolution__ = jdc.Evolution(added=["c"], v1_6_order=["a", "c"])
+
+    assert (
+        "v1_6_order ('a', 'c') of test_a_1_6_order_that_is_not_an_order_of_the_saved_fields_is_"
+        "refused.<locals>.Pair is not an order of the fields 1.6 saved ('a', 'b'"
+    ) in str(caught.value)
+
+
 # -- 4. an added field inside a stacked field ---------------------------------------------------
 
 
@@ -321,3 +381,15 @@ def test_a_list_whose_length_changed_is_one_difference_without_an_evolution_to_d
         "dict. A list's length is not a class change that a jdc.Evolution declares: build the "
         "target with the state dict's length."
     )
+
+
+def test_a_1_6_order_is_part_of_the_value() -> None:
+    evolution = jdc.Evolution(added=["c"], v1_6_order=["b", "a"])
+    assert repr(evolution) == (
+        "Evolution(added=('c',), renamed={}, removed=(), v1_6_order=('b', 'a'))"
+    )
+    assert pickle.loads(pickle.dumps(evolution)) == evolution
+    assert evolution != jdc.Evolution(added=["c"], v1_6_order=["a", "b"])
+    assert (jdc.Evolution(v1_6_order=["a"]) | jdc.Evolution(added=["c"])).v1_6_order == ("a",)
+    with pytest.raises(TypeError, match="takes field names"):
+        jdc.Evolution(v1_6_order=[3])
