@@ -5,7 +5,8 @@ Evolution is declared, never guessed. The class builder reads the declaration on
 (`declared_evolution`) and keeps it in the class's record; restoring reads the record. At each
 pytree dataclass in a checkpoint, `match` pairs the class's children with the checkpoint's
 entries: under its name, else under an earlier name it was `renamed` from; a child `added`
-since takes its default; an entry `removed` since is dropped; anything else is a difference.
+since takes the target's value, or its default where the target is abstract (`added_value`);
+an entry `removed` since is dropped; anything else is a difference.
 flax restores (`_serialization`) match there; orbax restores go through `saved_layout`, which
 turns a target into the layout the checkpoint was saved in (every difference, shapes and dtypes
 included, listed in one error before orbax reads anything), and `from_saved_layout`, which
@@ -136,7 +137,7 @@ class Match(NamedTuple):
     taken: tuple[tuple[str, str], ...]
     """(field, the entry it is restored from), in field order."""
     defaults: tuple[str, ...]
-    """Fields added since, that the checkpoint lacks: each takes its default."""
+    """Fields added since, that the checkpoint lacks: each as `added_value` gives it."""
     dropped: tuple[str, ...]
     """Entries of fields removed since."""
     missing: tuple[str, ...]
