@@ -16,7 +16,7 @@ puts what was restored back into the target's classes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar, cast
 
 import jax
@@ -24,7 +24,7 @@ from jax.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
 
 from jax_dataclasses._declarations import Declaration
 from jax_dataclasses._forms import EVOLUTION_ATTR, NO_EVOLUTION, Evolution
-from jax_dataclasses._record import Layout, layout_of, recorded
+from jax_dataclasses._record import Layout, layout_of, recorded, saved_children_1_6
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
@@ -119,15 +119,6 @@ def _check(cls: type, evolution: Evolution, declared: Mapping[str, Declaration])
         )
 
 
-def saved_children_1_6(cls: type, declarations: Iterable[Declaration]) -> tuple[str, ...]:
-    """The fields of `cls` that 1.6 saved, in field order: those `__init__` takes that 1.6 did
-    not see as static (`Declaration.legacy_static`: its own field marker, and `Static[...]`
-    found through a module-level name; its reading never saw a function's local names, so a
-    field annotated with a local alias under the future import was saved as a child)."""
-    fields = getattr(cls, "__dataclass_fields__")  # noqa: B009
-    return tuple(d.name for d in declarations if fields[d.name].init and not d.legacy_static)
-
-
 # -- one class in a checkpoint -----------------------------------------------------------------
 
 
@@ -194,13 +185,10 @@ def added_value(layout: Layout, field: str, target: Any, at: str, no_default: st
     value of the field.
 
     What the checkpoint lacks, the target supplies (as it supplies static fields): its value,
-    where it holds one. That is also right for the field's copies inside an optimizer state,
-    which hold what `tx.init` gave them (adam's zero moments), never the class default. Where
-    the target is abstract (`jax.ShapeDtypeStruct` leaves) or holds no leaf (a new object
-    from a default factory each time), the class default, in the target
-    leaf's shape (broadcast: a stacked field stacks it), dtype and sharding; unless
-    `no_default` says why the default may be wrong there (`IN_STATE`, `UNKNOWN_HOLDER`):
-    refused.
+    where it holds one; right for the field's copies in an optimizer state too (what `tx.init`
+    gave them), which the class default is not. Where the target is abstract or holds no leaf,
+    the default, fitted to the target (`_fitted`); refused where `no_default` says why the
+    default may be wrong there (`IN_STATE`, `UNKNOWN_HOLDER`).
     """
     leaves = tree_flatten(target)[0]
     abstract = any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in leaves)
@@ -216,51 +204,39 @@ def added_value(layout: Layout, field: str, target: Any, at: str, no_default: st
             "makes it)."
         )
     defaults, structure = tree_flatten(default_of(layout.cls, field))
-    targets, target_structure = tree_flatten(target)
-    if structure != target_structure:
+    if structure != (target_structure := tree_flatten(target)[1]):
         raise ValueError(
             f"cannot give {where} its default (it is declared added and the checkpoint lacks "
             f"it): the default is {structure}, the target {target_structure}. Give the field a "
             "default of the target's structure, or restore into a target holding values there."
         )
-    fitted = [_fitted(value, leaf, where) for value, leaf in zip(defaults, targets, strict=True)]
+    fitted = [_fitted(value, leaf, where) for value, leaf in zip(defaults, leaves, strict=True)]
     return structure.unflatten(fitted)
 
 
-IN_STATE = (
-    "it is inside an optimizer state (a named tuple, as optax keeps its states), whose copy "
-    "of a field holds what the optimizer's init gives it, not the class default"
-)
+_COPY = "whose copy of a field holds what the optimizer's init gives it, not the class default"
+IN_STATE = f"it is inside an optimizer state (a named tuple, as optax keeps its states), {_COPY}"
 UNKNOWN_HOLDER = (
-    "a flax restore does not say whether the class is inside an optimizer state, whose copy "
-    "of a field holds what the optimizer's init gives it, not the class default"
+    f"a flax restore does not say whether the class is inside an optimizer state, {_COPY}"
 )
 
 
 def is_state(node: object) -> bool:
-    """Whether `node` is a named tuple: how optax keeps its states (adam's `mu` and `nu`,
-    `MultiSteps`'s accumulated gradients, `ema`), each a copy of the parameters' tree."""
+    """Whether `node` is a named tuple: how optax keeps states (adam's `mu`, `MultiSteps`'s)."""
     fields: object = getattr(node, "_fields", None)
     return isinstance(node, tuple) and isinstance(fields, tuple)
 
 
-_KINDS = ("bool", "integer", "floating", "complexfloating")
-
-
 def _kind_rank(dtype: Any) -> int:
-    """Bool < integer < floating < complex (a default casts up that order only); -1 for
-    others (a PRNG key's extended dtype)."""
+    """Bool < integer < floating < complex (a default casts up only); -1: a PRNG key's."""
     numpy: Any = jax.numpy
-    for rank, kind in enumerate(_KINDS):
-        if numpy.issubdtype(dtype, getattr(numpy, "bool_" if kind == "bool" else kind)):
-            return rank
-    return -1
+    kinds = (numpy.bool_, numpy.integer, numpy.floating, numpy.complexfloating)
+    return next((rank for rank, kind in enumerate(kinds) if numpy.issubdtype(dtype, kind)), -1)
 
 
 def _fitted(value: Any, leaf: Any, where: str) -> Any:
-    """An added field's default leaf `value` in the shape, dtype and sharding of the abstract
-    target `leaf` (a default of one layer broadcast to a stack of them); refused where it
-    cannot be (a shape that does not broadcast, a cast that loses a kind)."""
+    """An added field's default leaf `value` in the shape (a stacked field stacks it), dtype
+    and sharding of the abstract target `leaf`; refused where it neither broadcasts nor casts."""
     shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
     if shape is None or dtype is None:
         return value
@@ -428,8 +404,7 @@ class _Walk:
 
     def __init__(self) -> None:
         self.problems: list[str] = []
-        self.declarable = False
-        """Whether a class could declare one of them (a field missing, an entry unknown)."""
+        self.declarable = False  # Whether a class could declare one (missing, unknown).
 
     def problem(self, path: KeyPath, text: str) -> None:
         self.problems.append(f"- {path_text(path)}: {text}")

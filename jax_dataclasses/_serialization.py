@@ -40,10 +40,9 @@ from jax_dataclasses._evolution import (
     is_state,
     match,
     names,
-    saved_children_1_6,
 )
 from jax_dataclasses._forms import EVOLUTION_ATTR
-from jax_dataclasses._record import Layout, layout_of, on_register
+from jax_dataclasses._record import Layout, layout_of, on_register, saved_children_1_6
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
@@ -506,7 +505,7 @@ def _positions_1_6(layout: Layout) -> tuple[str, ...]:
 
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
-    """The fields 1.6 saved, in field order (`_evolution.saved_children_1_6`)."""
+    """The fields 1.6 saved, in field order (`_record.saved_children_1_6`)."""
     current = layout_of(layout.cls) or layout
     return saved_children_1_6(layout.cls, current.declarations)
 
