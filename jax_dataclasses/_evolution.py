@@ -5,7 +5,8 @@ Evolution is declared, never guessed. The class builder reads the declaration on
 (`declared_evolution`) and keeps it in the class's record; restoring reads the record. At each
 pytree dataclass in a checkpoint, `match` pairs the class's children with the checkpoint's
 entries: under its name, else under an earlier name it was `renamed` from; a child `added`
-since takes its default; an entry `removed` since is dropped; anything else is a difference.
+since takes the target's value, or its default where the target is abstract (`added_value`);
+an entry `removed` since is dropped; anything else is a difference.
 flax restores (`_serialization`) match there; orbax restores go through `saved_layout`, which
 turns a target into the layout the checkpoint was saved in (every difference, shapes and dtypes
 included, listed in one error before orbax reads anything), and `from_saved_layout`, which
@@ -23,7 +24,7 @@ from jax.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
 
 from jax_dataclasses._declarations import Declaration
 from jax_dataclasses._forms import EVOLUTION_ATTR, NO_EVOLUTION, Evolution
-from jax_dataclasses._record import Layout, layout_of, recorded
+from jax_dataclasses._record import Layout, layout_of, recorded, saved_children_1_6
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
@@ -91,7 +92,7 @@ def _check(cls: type, evolution: Evolution, declared: Mapping[str, Declaration])
             problems.append(f"field {field!r} of {name} is declared added, but has no default")
     earlier = [old for olds in evolution.renamed.values() for old in olds]
     for old in sorted({*earlier, *evolution.removed}):
-        if old in declared:
+        if old in declared and declared[old].static is None:  # A static field is never saved.
             kind = "removed" if old in evolution.removed else "an earlier name"
             problems.append(
                 f"{old!r} is declared {kind}, but is a field of {name}: a checkpoint's entry "
@@ -101,6 +102,14 @@ def _check(cls: type, evolution: Evolution, declared: Mapping[str, Declaration])
             problems.append(
                 f"{old!r} is declared more than once for {name} (an earlier name of several "
                 "fields, or also removed)"
+            )
+    if evolution.v1_6_order is not None:
+        saved = [n for n in saved_children_1_6(cls, declared.values()) if n not in evolution.added]
+        order = evolution.v1_6_order
+        if sorted(order) != sorted(saved):
+            problems.append(
+                f"v1_6_order {order!r} of {name} is not an order of the fields 1.6 saved "
+                f"({names(saved)}: those `__init__` takes, less the static and added ones)"
             )
     if problems:
         raise TypeError(
@@ -119,7 +128,7 @@ class Match(NamedTuple):
     taken: tuple[tuple[str, str], ...]
     """(field, the entry it is restored from), in field order."""
     defaults: tuple[str, ...]
-    """Fields added since, that the checkpoint lacks: each takes its default."""
+    """Fields added since, that the checkpoint lacks: each as `added_value` gives it."""
     dropped: tuple[str, ...]
     """Entries of fields removed since."""
     missing: tuple[str, ...]
@@ -170,6 +179,86 @@ def default_of(cls: type, field: str) -> object:
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
+def added_value(layout: Layout, field: str, target: Any, at: str, no_default: str | None) -> Any:
+    """The value of `field` of `layout.cls`, declared added, where a checkpoint lacks it; the
+    class is at `at` ("key path .x", or flax's "path './x'") and `target` is the target's
+    value of the field.
+
+    What the checkpoint lacks, the target supplies (as it supplies static fields): its value,
+    where it holds one; right for the field's copies in an optimizer state too (what `tx.init`
+    gave them), which the class default is not. Where the target is abstract or holds no leaf,
+    the default, fitted to the target (`_fitted`); refused where `no_default` says why the
+    default may be wrong there (`IN_STATE`, `UNKNOWN_HOLDER`).
+    """
+    leaves = tree_flatten(target)[0]
+    abstract = any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in leaves)
+    if leaves and not abstract:
+        return target
+    cls = layout.cls.__qualname__
+    where = f"field {field!r} of {cls} at {at}"
+    if abstract and no_default is not None:
+        raise ValueError(
+            f"cannot restore {where}: it is declared added and the checkpoint lacks it, the "
+            f"target is abstract there (jax.ShapeDtypeStruct leaves), and {no_default}. Restore "
+            "into a target holding values there (an optimizer's state as `tx.init(model)` "
+            "makes it)."
+        )
+    defaults, structure = tree_flatten(default_of(layout.cls, field))
+    if structure != (target_structure := tree_flatten(target)[1]):
+        raise ValueError(
+            f"cannot give {where} its default (it is declared added and the checkpoint lacks "
+            f"it): the default is {structure}, the target {target_structure}. Give the field a "
+            "default of the target's structure, or restore into a target holding values there."
+        )
+    fitted = [_fitted(value, leaf, where) for value, leaf in zip(defaults, leaves, strict=True)]
+    return structure.unflatten(fitted)
+
+
+_COPY = "whose copy of a field holds what the optimizer's init gives it, not the class default"
+IN_STATE = f"it is inside an optimizer state (a named tuple, as optax keeps its states), {_COPY}"
+UNKNOWN_HOLDER = (
+    f"a flax restore does not say whether the class is inside an optimizer state, {_COPY}"
+)
+
+
+def is_state(node: object) -> bool:
+    """Whether `node` is a named tuple: how optax keeps states (adam's `mu`, `MultiSteps`'s)."""
+    fields: object = getattr(node, "_fields", None)
+    return isinstance(node, tuple) and isinstance(fields, tuple)
+
+
+def _kind_rank(dtype: Any) -> int:
+    """Bool < integer < floating < complex (a default casts up only); -1: a PRNG key's."""
+    numpy: Any = jax.numpy
+    kinds = (numpy.bool_, numpy.integer, numpy.floating, numpy.complexfloating)
+    return next((rank for rank, kind in enumerate(kinds) if numpy.issubdtype(dtype, kind)), -1)
+
+
+def _fitted(value: Any, leaf: Any, where: str) -> Any:
+    """An added field's default leaf `value` in the shape (a stacked field stacks it), dtype
+    and sharding of the abstract target `leaf`; refused where it neither broadcasts nor casts."""
+    shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+    if shape is None or dtype is None:
+        return value
+    numpy: Any = jax.numpy
+    array: Any = numpy.asarray(value)
+    shape = tuple(shape)
+    fits = len(array.shape) <= len(shape) and all(
+        a in (1, b) for a, b in zip(array.shape[::-1], shape[::-1], strict=False)
+    )
+    same = dtype_name(array.dtype) == dtype_name(dtype)
+    if not fits or not (same or 0 <= _kind_rank(array.dtype) <= _kind_rank(dtype)):
+        raise ValueError(
+            f"cannot give {where} its default (it is declared added and the checkpoint lacks "
+            f"it): the default is {_kind(array)}, the target {_kind(leaf)}, and it neither "
+            "broadcasts nor casts to it. Give the field a default that does, or restore into a "
+            "target holding values there."
+        )
+    fitted = numpy.broadcast_to(array if same else array.astype(dtype), shape)
+    sharding = getattr(leaf, "sharding", None)
+    return fitted if sharding is None else _device_put(fitted, sharding)
+
+
 def names(items: Sequence[object]) -> str:
     return ", ".join(repr(item) for item in items)
 
@@ -217,10 +306,10 @@ def saved_layout(target: Any, saved: Any) -> Any:
     layout = walk.layout(target, _metadata_tree(saved), ())
     if walk.problems:
         count = len(walk.problems)
+        fix = f" that no class declares ({FIX})" if walk.declarable else ""
         raise ValueError(
             f"the checkpoint does not fit the target: {count} difference"
-            f"{'s' if count > 1 else ''} that no class declares ({FIX}):\n"
-            + "\n".join(walk.problems)
+            f"{'s' if count > 1 else ''}{fix}:\n" + "\n".join(walk.problems)
         )
     return layout
 
@@ -230,9 +319,9 @@ def from_saved_layout(target: T, restored: Any) -> T:
     layout (what orbax restored into it).
 
     Each pytree dataclass is rebuilt from its entries, following its `jdc.Evolution`: a field
-    added since takes its default (placed with the target's sharding, where the target has
-    one), an entry of a removed field is dropped. Static fields come from the target. No
-    `__init__` runs.
+    added since takes the target's value, or, where the target is abstract, its default in
+    the target's shape (a stacked field stacks it), dtype and sharding; an entry of a removed
+    field is dropped. Static fields come from the target. No `__init__` runs.
 
     Args:
         target: The tree that was passed to `saved_layout`.
@@ -242,7 +331,9 @@ def from_saved_layout(target: T, restored: Any) -> T:
         A tree like `target`, holding the restored values.
 
     Raises:
-        ValueError: `restored` is not in the layout `saved_layout` gives for `target`.
+        ValueError: `restored` is not in the layout `saved_layout` gives for `target`; or an
+            added field's value cannot be known: the target is abstract inside an optimizer
+            state (pass `tx.init(model)` there), or its default does not fit the target.
 
     Examples:
         >>> @jdc.pytree_dataclass
@@ -253,7 +344,7 @@ def from_saved_layout(target: T, restored: Any) -> T:
         >>> jdc.from_saved_layout(Dense(jnp.zeros(2)), {"w": jnp.arange(2.0)})
         Dense(kernel=f32[2](0.0, 1.0), scale=f32[](1.0))
     """
-    return cast(T, _restore(target, restored, ()))
+    return cast(T, _restore(target, restored, (), in_state=False))
 
 
 def _metadata_tree(saved: Any) -> Any:
@@ -313,6 +404,7 @@ class _Walk:
 
     def __init__(self) -> None:
         self.problems: list[str] = []
+        self.declarable = False  # Whether a class could declare one (missing, unknown).
 
     def problem(self, path: KeyPath, text: str) -> None:
         self.problems.append(f"- {path_text(path)}: {text}")
@@ -333,16 +425,26 @@ class _Walk:
             )
             return target
         named = {_name(key): (key, child) for (key, *_), child in children}
-        for name in entries:
-            if name not in named:
-                self.problem((*path, _Entry(name)), "in the checkpoint, not in the target")
+        lengths = isinstance(target, list | tuple) and not is_state(cast(object, target))
+        if lengths and len(entries) != len(named):
+            self.problem(
+                path,
+                f"a list of {len(entries)} in the checkpoint, of {len(named)} in the target (a "
+                "list's length is not a class change that a jdc.Evolution declares: build the "
+                "target with the checkpoint's length)",
+            )
         new: list[Any] = []
         for name, (key, child) in named.items():
-            if name not in entries:
-                self.problem((*path, key), "in the target, not in the checkpoint")
-                new.append(child)
-            else:
+            if name in entries:
                 new.append(self.layout(child, entries[name], (*path, key)))
+                continue
+            if not lengths:
+                self.problem((*path, key), "in the target, not in the checkpoint")
+            new.append(child)
+        if not lengths:
+            for name in entries:
+                if name not in named:
+                    self.problem((*path, _Entry(name)), "in the checkpoint, not in the target")
         return structure.unflatten(new)
 
     def dataclass(
@@ -366,6 +468,7 @@ class _Walk:
             )
             return target
         found = match(layout, entries.keys())
+        self.declarable = self.declarable or bool(found.missing or found.unknown)
         for field in found.missing:
             fix = "declare it added, with a default, or renamed"
             self.problem(
@@ -374,6 +477,8 @@ class _Walk:
             )
         for key in found.unknown:
             fix = "declare it removed, or the field renamed from it"
+            if key in layout.statics:
+                fix = f"field {key!r} is static now, so not saved: declare its entry removed"
             self.problem(
                 (*path, _Entry(key)),
                 f"the checkpoint's entry {key!r} is not a field of {cls} ({fix})",
@@ -408,11 +513,11 @@ class _Walk:
             self.problem(
                 path, f"shape {tuple(saved_shape)} in the checkpoint, {tuple(shape)} in the target"
             )
-        if _dtype_name(dtype) != _dtype_name(saved_dtype) and None not in (dtype, saved_dtype):
+        if dtype_name(dtype) != dtype_name(saved_dtype) and None not in (dtype, saved_dtype):
             self.problem(
                 path,
-                f"dtype {_dtype_name(saved_dtype)} in the checkpoint, "
-                f"{_dtype_name(dtype)} in the target",
+                f"dtype {dtype_name(saved_dtype)} in the checkpoint, "
+                f"{dtype_name(dtype)} in the target",
             )
         return target
 
@@ -426,7 +531,7 @@ class _Entry(NamedTuple):
         return f".{self.name}"
 
 
-def _dtype_name(dtype: Any) -> str | None:
+def dtype_name(dtype: Any) -> str | None:
     if dtype is None:
         return None
     try:
@@ -442,7 +547,7 @@ def _placeholder(meta: Any) -> Any:
     return _shape_dtype_struct(tuple(meta.shape), meta.dtype, sharding=device)
 
 
-def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
+def _restore(target: Any, restored: Any, path: KeyPath, in_state: bool) -> Any:
     layout = layout_of(type_of(target))
     entries = entries_of(restored)
     where = path_text(path)
@@ -459,11 +564,14 @@ def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
                 f"{' and '.join(found.problems())}. {_SAME_TARGET}"
             )
         values = {
-            field: _restore(getattr(target, field), entries[key], (*path, GetAttrKey(field)))
+            field: _restore(
+                getattr(target, field), entries[key], (*path, GetAttrKey(field)), in_state
+            )
             for field, key in found.taken
         }
+        at, no_default = f"key path {where}", IN_STATE if in_state else None
         for field in found.defaults:
-            values[field] = _placed(default_of(layout.cls, field), getattr(target, field))
+            values[field] = added_value(layout, field, getattr(target, field), at, no_default)
         children = tuple(values[name] for name in layout.children)
         return layout.with_children(target, children)
     if target is None or not is_node(target):  # A leaf: what was restored into it.
@@ -482,26 +590,11 @@ def _restore(target: Any, restored: Any, path: KeyPath) -> Any:
             f"holds {held} where the target has the entries {names(list(wanted))}. "
             f"{_SAME_TARGET}"
         )
+    in_state = in_state or is_state(target)
     return structure.unflatten(
-        _restore(child, entries[name], (*path, key)) for name, (key, child) in wanted.items()
+        _restore(child, entries[name], (*path, key), in_state)
+        for name, (key, child) in wanted.items()
     )
 
 
 _SAME_TARGET = "Restore into jdc.saved_layout(target, metadata), and pass the same target here."
-
-
-def _placed(default: Any, target: Any) -> Any:
-    """An added field's default, each array placed as the target's leaf there is (its sharding),
-    where the two have the same structure and shapes; else as it is."""
-    defaults, structure = tree_flatten(default)
-    targets, target_structure = tree_flatten(target)
-    if structure != target_structure:
-        return default
-    placed = [
-        _device_put(value, sharding)
-        if (sharding := getattr(leaf, "sharding", None)) is not None
-        and getattr(value, "shape", None) == getattr(leaf, "shape", ())
-        else value
-        for value, leaf in zip(defaults, targets, strict=True)
-    ]
-    return structure.unflatten(placed)

@@ -335,16 +335,26 @@ class Evolution:
 
     Restoring a checkpoint (a flax state dict or bytes, an orbax checkpoint through
     `jdc.saved_layout`, or 1.6's layout) into the class then follows the declaration, and only
-    it: a field in `added` that the checkpoint lacks takes its default; a field in `renamed`
-    is found under its earlier name(s); an entry in `removed` is dropped. Every other
-    difference (a field missing, an entry unknown; in orbax restores, an array's shape or
-    dtype) is refused, in one error listing each by key path. A subclass inherits its bases'
-    declarations; nested classes and lists of them each follow their own.
+    it: a field in `added` that the checkpoint lacks takes the target's value, or its default
+    where the target is abstract; a field in `renamed` is found under its earlier name(s); an
+    entry in `removed` is dropped. Every other difference (a field missing, an entry unknown,
+    an array's shape or dtype) is refused, in one error listing each by key path. A subclass
+    inherits its bases' declarations; nested classes and lists of them each follow their own.
+
+    Checkpoints in jax_dataclasses 1.6's layout store fields by position, which cannot show
+    that they changed order: there, a class that declares an `Evolution` also declares the
+    order 1.6 saved its fields in (`v1_6_order`), or is refused.
 
     Args:
-        added: Fields added since: each takes its default where a checkpoint lacks it.
+        added: Fields added since: where a checkpoint lacks one, the target's value (its
+            copies in an optimizer state hold what `tx.init` gave them), or its default where
+            the target is abstract (in the target's shape, dtype and sharding).
         renamed: New name -> earlier name (or several, most recent first).
-        removed: Names of fields that no longer exist: dropped where a checkpoint has them.
+        removed: Names of fields that no longer exist, or that became static: dropped where
+            a checkpoint has them.
+        v1_6_order: For checkpoints in 1.6's layout only: the fields 1.6 saved, in the order
+            it saved them, by their names now (the fields `__init__` takes, less the static
+            and added ones).
 
     Examples:
         >>> @jdc.pytree_dataclass
@@ -359,10 +369,11 @@ class Evolution:
         Evolution(added=('scale',), renamed={'kernel': ('w',)}, removed=('dropout',))
     """
 
-    __slots__ = ("added", "removed", "renamed")
+    __slots__ = ("added", "removed", "renamed", "v1_6_order")
     added: tuple[str, ...]
     renamed: Mapping[str, tuple[str, ...]]
     removed: tuple[str, ...]
+    v1_6_order: tuple[str, ...] | None
 
     def __init__(
         self,
@@ -370,36 +381,41 @@ class Evolution:
         added: Iterable[str] = (),
         renamed: Mapping[str, str | Iterable[str]] | None = None,
         removed: Iterable[str] = (),
+        v1_6_order: Iterable[str] | None = None,
     ) -> None:
         given = dict(renamed or {})
         pairs = {new: _names(old, f"renamed[{new!r}]") for new, old in given.items()}
         object.__setattr__(self, "added", _names(added, "added"))
         object.__setattr__(self, "renamed", MappingProxyType(pairs))
         object.__setattr__(self, "removed", _names(removed, "removed"))
+        order = None if v1_6_order is None else _names(v1_6_order, "v1_6_order")
+        object.__setattr__(self, "v1_6_order", order)
         _names(pairs, "renamed")
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"{self!r} is immutable")
 
     def __repr__(self) -> str:
+        order = "" if self.v1_6_order is None else f", v1_6_order={self.v1_6_order!r}"
         return (
             f"Evolution(added={self.added!r}, renamed={dict(self.renamed)!r}, "
-            f"removed={self.removed!r})"
+            f"removed={self.removed!r}{order})"
         )
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.added, tuple(self.renamed.items()), self.removed, self.v1_6_order)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_evolution, (self.added, tuple(self.renamed.items()), self.removed))
+        return (_evolution, self._key())
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Evolution) and (
-            (self.added, self.renamed, self.removed) == (other.added, other.renamed, other.removed)
-        )
+        return isinstance(other, Evolution) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.added, tuple(self.renamed.items()), self.removed))
+        return hash(self._key())
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.renamed or self.removed)
+        return bool(self.added or self.renamed or self.removed or self.v1_6_order is not None)
 
     def __or__(self, later: Evolution) -> Evolution:
         """This declaration, with `later`'s (a subclass's own) added to it."""
@@ -407,6 +423,7 @@ class Evolution:
             added=dict.fromkeys(self.added + later.added),
             renamed={**self.renamed, **later.renamed},
             removed=dict.fromkeys(self.removed + later.removed),
+            v1_6_order=self.v1_6_order if later.v1_6_order is None else later.v1_6_order,
         )
 
 
@@ -414,8 +431,9 @@ def _evolution(
     added: tuple[str, ...],
     renamed: tuple[tuple[str, tuple[str, ...]], ...],
     removed: tuple[str, ...],
+    v1_6_order: tuple[str, ...] | None = None,
 ) -> Evolution:
-    return Evolution(added=added, renamed=dict(renamed), removed=removed)
+    return Evolution(added=added, renamed=dict(renamed), removed=removed, v1_6_order=v1_6_order)
 
 
 def _names(names: object, what: str) -> tuple[str, ...]:

@@ -25,13 +25,24 @@ from contextvars import ContextVar
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
+import jax
 import numpy as np
 from jax import Array
 from jax.tree_util import GetAttrKey
 
-from jax_dataclasses._evolution import Match, default_of, entries_of, match, names
+from jax_dataclasses._evolution import (
+    IN_STATE,
+    UNKNOWN_HOLDER,
+    Match,
+    added_value,
+    dtype_name,
+    entries_of,
+    is_state,
+    match,
+    names,
+)
 from jax_dataclasses._forms import EVOLUTION_ATTR
-from jax_dataclasses._record import Layout, layout_of, on_register
+from jax_dataclasses._record import Layout, layout_of, on_register, saved_children_1_6
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
@@ -206,7 +217,7 @@ def _restored(
     for name in layout.children:
         old = getattr(target, name)
         if name in found.defaults:
-            children.append(default_of(layout.cls, name))
+            children.append(added_value(layout, name, old, f"path {where!r}", UNKNOWN_HOLDER))
             continue
         if name not in taken:  # 1.6 did not save it (`_fit`): the target's value.
             children.append(old)
@@ -238,7 +249,11 @@ def _fit(layout: Layout, state: Mapping[str, object], where: str) -> tuple[Match
     cls = layout.cls.__qualname__
     hint = ""
     if any(key in layout.statics for key in found.unknown):
-        hint = " Static fields are not stored: they are taken from the target."
+        static = [key for key in found.unknown if key in layout.statics]
+        hint = (
+            " Static fields are not stored: they are taken from the target. A field that became "
+            f"static since declares its entry removed (jdc.Evolution(removed={static!r}))."
+        )
     return found, (
         f"the state dict for {cls} at path {where!r} has {' and '.join(problems)}; {cls} "
         f"stores the fields {names(layout.children)}. Restore into a target of the class the "
@@ -247,12 +262,16 @@ def _fit(layout: Layout, state: Mapping[str, object], where: str) -> tuple[Match
     )
 
 
-def _problems(target: object, state: object, where: str, walked: set[int]) -> list[str]:
+def _problems(
+    target: object, state: object, where: str, walked: set[int], checked: str | None = None
+) -> list[str]:
     """Every problem restoring `target` from `state` would meet, at flax path `where`: in each
     pytree dataclass (missing, unknown and ambiguous fields; a leaf where it is expected, a
     subtree where an array is), through the containers flax restores (dicts, lists, tuples,
-    named tuples). Like flax, other shapes and dtypes than the target's are fine. Each pytree
-    dataclass checked is added to `walked`."""
+    named tuples; a list's length). Like flax, other shapes and dtypes than the target's are
+    fine, except in the arrays of a class that declares an `Evolution` (`checked`: its name),
+    up to the next class, which decides for itself. Each pytree dataclass checked is added to
+    `walked`."""
     layout = layout_of(type_of(target))
     if layout is not None:
         walked.add(id(target))
@@ -266,6 +285,7 @@ def _problems(target: object, state: object, where: str, walked: set[int]) -> li
         state = cast(Mapping[str, object], state)
         found, problem = _fit(layout, state, where)
         problems = [problem] if problem else []
+        checked = cls if layout.evolution else None
         for name, key in found.taken:
             child, saved = getattr(target, name), state[key]
             if _is_array_like(child) and not (saved is None or _is_array_like(saved)):
@@ -275,18 +295,60 @@ def _problems(target: object, state: object, where: str, walked: set[int]) -> li
                     "does not have the target's structure (a subtree where a leaf is expected)."
                 )
             else:
-                problems += _problems(child, saved, f"{where}/{key}", walked)
+                problems += _problems(child, saved, f"{where}/{key}", walked, checked)
         return problems
+    if checked is not None and (changed := _array_change(target, state)):
+        return [
+            f"the array at path {where!r} (in a {checked}, which declares how it changed) has "
+            f"{changed}. A jdc.Evolution declares fields added, renamed and removed, not "
+            "arrays that changed: restore into a target of the checkpoint's shapes and dtypes, "
+            "then convert."
+        ]
     items = entries_of(target) if isinstance(target, dict | list | tuple) else None
     if items is None or not isinstance(state, Mapping):
         return []  # A leaf, or a node flax restores in its own way.
     state = cast(Mapping[str, object], state)
+    if isinstance(target, list) and len(state) != len(items):
+        return [
+            f"the list at path {where!r} has {len(items)} entries in the target and "
+            f"{len(state)} in the state dict. A list's length is not a class change that a "
+            "jdc.Evolution declares: build the target with the state dict's length."
+        ]
     return [
         problem
         for key, child in items.items()
         if key in state
-        for problem in _problems(child, state[key], f"{where}/{key}", walked)
+        for problem in _problems(child, state[key], f"{where}/{key}", walked, checked)
     ]
+
+
+def _array_change(target: object, state: object) -> str | None:
+    """How a saved array differs from the target's (`shape (4,) in the state dict, (5,) in
+    the target`), or None: the same, or not both arrays."""
+    shape, dtype = getattr(target, "shape", None), getattr(target, "dtype", None)
+    saved_shape, saved_dtype = getattr(state, "shape", None), getattr(state, "dtype", None)
+    if shape is None or dtype is None or saved_shape is None or saved_dtype is None:
+        return None
+    dtype, saved_dtype = _canonical(dtype), _canonical(saved_dtype)
+    changes: list[str] = []
+    if tuple(shape) != tuple(saved_shape):
+        changes.append(
+            f"shape {tuple(saved_shape)} in the state dict, {tuple(shape)} in the target"
+        )
+    if dtype_name(dtype) != dtype_name(saved_dtype):
+        changes.append(
+            f"dtype {dtype_name(saved_dtype)} in the state dict, {dtype_name(dtype)} in the target"
+        )
+    return " and ".join(changes) or None
+
+
+def _canonical(dtype: Any) -> Any:
+    """The dtype JAX gives an array of `dtype` (float32 for NumPy's float64 without x64): a
+    state dict of NumPy arrays loads as it would on the device."""
+    try:
+        return jax.dtypes.canonicalize_dtype(dtype)
+    except TypeError:  # An extended dtype (a PRNG key's): as it is.
+        return dtype
 
 
 # -- checkpoints written by jax_dataclasses 1.6 --------------------------------------------
@@ -344,7 +406,8 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
     """`target` with the values of `restored` (a tree in `v1_6_layout(target)`'s layout).
 
     Static fields, and `init=False` fields (which 1.6 did not save), keep the target's
-    values; fields declared added since (`jdc.Evolution`) take their defaults. Objects are
+    values; fields declared added since (`jdc.Evolution`) take the target's values too, or
+    their defaults where the target is abstract (as `jdc.from_saved_layout`). Objects are
     rebuilt without running `__init__`.
 
     Args:
@@ -355,8 +418,8 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
         A tree like `target`, holding the restored values.
 
     Raises:
-        ValueError: `restored` does not fit `target`; the message names the class and the key
-            path where the saved children do not match.
+        ValueError: `restored` does not fit `target`, or an added field's value cannot be
+            known (as `jdc.from_saved_layout`); the message names the class and the key path.
 
     Examples:
         >>> @jdc.pytree_dataclass
@@ -367,10 +430,10 @@ def from_v1_6_layout(target: T, restored: Any) -> T:
         >>> jdc.from_v1_6_layout(target, [jnp.ones(2)])  # as restored from a 1.6 checkpoint
         Joint(angle=f32[2](1.0, 1.0), name='elbow')
     """
-    return cast(T, _from_1_6(target, restored, ()))
+    return cast(T, _from_1_6(target, restored, (), in_state=False))
 
 
-def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
+def _from_1_6(target: Any, restored: Any, path: KeyPath, in_state: bool) -> Any:
     layout = layout_of(type_of(target))
     if layout is None:
         if not is_node(target):
@@ -384,9 +447,10 @@ def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
                 f"{path_text(path)} from a 1.6 checkpoint: it has {len(keyed)} "
                 f"entries, the checkpoint {len(restored_children)}."
             )
+        in_state = in_state or is_state(target)
         return structure.unflatten(
             [
-                _from_1_6(child, saved, path + key)
+                _from_1_6(child, saved, path + key, in_state)
                 for (key, child), saved in zip(keyed, restored_children, strict=True)
             ]
         )
@@ -401,10 +465,11 @@ def _from_1_6(target: Any, restored: Any, path: KeyPath) -> Any:
             f"{saved}, got {got}."
         )
     values = dict(zip(saved, items, strict=True))
+    at, no_default = f"key path {path_text(path)}", IN_STATE if in_state else None
     new_children = tuple(
-        _from_1_6(getattr(target, name), values[name], (*path, GetAttrKey(name)))
+        _from_1_6(getattr(target, name), values[name], (*path, GetAttrKey(name)), in_state)
         if name in values
-        else default_of(layout.cls, name)
+        else added_value(layout, name, getattr(target, name), at, no_default)
         if name in layout.evolution.added
         else getattr(target, name)
         for name in layout.children
@@ -425,19 +490,24 @@ def _positions_1_6(layout: Layout) -> tuple[str, ...]:
             f"Restore it into {cls} as it was (the removed fields back), then save it with this "
             "version, whose checkpoints are keyed by field name."
         )
-    return tuple(name for name in saved_by_1_6(layout) if name not in layout.evolution.added)
+    saved = tuple(name for name in saved_by_1_6(layout) if name not in layout.evolution.added)
+    order = layout.evolution.v1_6_order
+    if layout.evolution and order is None and len(saved) > 1:  # One field has one order.
+        cls = layout.cls.__qualname__
+        raise ValueError(
+            f"cannot restore {cls} from a checkpoint in jax_dataclasses 1.6's layout: {cls} "
+            "declares how it changed (jdc.Evolution), and that layout stores a class's fields "
+            "by position, which cannot show whether they changed order. Declare the order 1.6 "
+            "saved them in, by their names now: if it is the order they have now, "
+            f"jdc.Evolution(..., v1_6_order={list(saved)!r})."
+        )
+    return saved if order is None else order
 
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
-    """The fields 1.6 saved, in field order: those `__init__` takes that 1.6 did not see as
-    static (`Declaration.legacy_static`: its own field marker, and `Static[...]` found
-    through a module-level name; its reading never saw a function's local names, so a field
-    annotated with a local alias under the future import was saved as a child)."""
+    """The fields 1.6 saved, in field order (`_record.saved_children_1_6`)."""
     current = layout_of(layout.cls) or layout
-    fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
-    return tuple(
-        d.name for d in current.declarations if fields[d.name].init and not d.legacy_static
-    )
+    return saved_children_1_6(layout.cls, current.declarations)
 
 
 def _map_children(tree: Any, function: Callable[[Any], Any]) -> Any:

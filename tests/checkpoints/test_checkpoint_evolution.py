@@ -44,7 +44,7 @@ class PolicyAdded:
     log_std: jax.Array
     obs_mean: jax.Array = jnp.full(3, 7.0)
     name: jdc.Static[str] = "policy"
-    __jdc_evolution__ = jdc.Evolution(added=["obs_mean"])
+    __jdc_evolution__ = jdc.Evolution(added=["obs_mean"], v1_6_order=["layers", "log_std"])
 
 
 @jdc.pytree_dataclass
@@ -53,7 +53,9 @@ class DenseRenamed:
     b: jax.Array
     dropout_mask: jax.Array
     activation: jdc.Static[str] = "tanh"
-    __jdc_evolution__ = jdc.Evolution(renamed={"kernel": "w"})
+    __jdc_evolution__ = jdc.Evolution(
+        renamed={"kernel": "w"}, v1_6_order=["kernel", "b", "dropout_mask"]
+    )
 
 
 @jdc.pytree_dataclass
@@ -180,13 +182,17 @@ def assert_saved_values(policy: Any, w: str = "w", b: str = "b") -> None:
 
 @pytest.mark.subprocess
 @pytest.mark.parametrize("restore", RESTORES.values(), ids=RESTORES.keys())
-def test_an_added_field_takes_its_default(written: Path, restore: Any) -> None:
+def test_an_added_field_takes_the_targets_value_or_its_default(written: Path, restore: Any) -> None:
+    """What the checkpoint lacks, the target supplies: its value where it holds one (flax
+    restores into `into`), the class default where it is abstract (the orbax restores here
+    take `ShapeDtypeStruct`s)."""
     into = target(PolicyAdded, Dense)
-    into = jdc.replace(into, obs_mean=jnp.zeros(3))  # the default wins over the target's value
+    into = jdc.replace(into, obs_mean=jnp.full(3, 5.0))
     restored = restore(written, into)
     assert type(restored) is PolicyAdded
     assert_saved_values(restored)
-    np.testing.assert_array_equal(restored.obs_mean, [7.0, 7.0, 7.0])
+    expected = 5.0 if restore is from_flax else 7.0
+    np.testing.assert_array_equal(restored.obs_mean, [expected] * 3)
 
 
 @pytest.mark.subprocess
@@ -413,9 +419,12 @@ def test_an_added_field_with_a_default_factory_takes_a_new_value_each_time() -> 
         __jdc_evolution__ = jdc.Evolution(added=["seen"])
 
     saved = {"w": np.ones(2)}
-    first = serialization.from_state_dict(Counted(jnp.zeros(2), [1]), saved)
-    second = jdc.from_saved_layout(Counted(jnp.zeros(2), [1]), saved)
+    abstract = jax.eval_shape(lambda: Counted(jnp.zeros(2)))
+    first = serialization.from_state_dict(abstract, saved)
+    second = jdc.from_saved_layout(abstract, saved)
     assert first.seen == [] and second.seen == [] and first.seen is not second.seen
+    assert first.seen is not abstract.seen and second.seen is not abstract.seen
+    assert jdc.from_saved_layout(Counted(jnp.zeros(2), [1]), saved).seen == [1]  # the target's
 
 
 # -- the declaration ---------------------------------------------------------------------------
