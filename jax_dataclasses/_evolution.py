@@ -16,7 +16,7 @@ puts what was restored back into the target's classes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar, cast
 
 import jax
@@ -27,18 +27,17 @@ from jax_dataclasses._forms import EVOLUTION_ATTR, NO_EVOLUTION, Evolution
 from jax_dataclasses._record import Layout, layout_of, recorded, saved_children_1_6
 from jax_dataclasses._tree_api import (
     KeyPath,
+    device_put,
     is_node,
     keyed_level,
+    one_device,
     path_text,
+    shape_dtype_struct,
     tree_flatten,
     type_of,
 )
 
 T = TypeVar("T")
-_shape_dtype_struct = cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)
-"""`jax.ShapeDtypeStruct(shape, dtype, sharding=...)`, typed (jax gives it no annotations)."""
-_local_devices = cast("Callable[[], list[Any]]", jax.local_devices)  # pyright: ignore[reportUnknownMemberType]
-_device_put = cast("Callable[[Any, Any], Any]", jax.device_put)  # pyright: ignore[reportUnknownMemberType]
 
 FIX = (
     "declare each change on its class, `__jdc_evolution__ = jdc.Evolution(added=[...], "
@@ -256,7 +255,7 @@ def _fitted(value: Any, leaf: Any, where: str) -> Any:
         )
     fitted = numpy.broadcast_to(array if same else array.astype(dtype), shape)
     sharding = getattr(leaf, "sharding", None)
-    return fitted if sharding is None else _device_put(fitted, sharding)
+    return fitted if sharding is None else device_put(fitted, sharding)
 
 
 def names(items: Sequence[object]) -> str:
@@ -541,10 +540,9 @@ def dtype_name(dtype: Any) -> str | None:
 
 
 def _placeholder(meta: Any) -> Any:
-    """What to restore a removed field's saved array into: its shape and dtype, on this
-    process's first device (it is read, then dropped)."""
-    device = jax.sharding.SingleDeviceSharding(_local_devices()[0])
-    return _shape_dtype_struct(tuple(meta.shape), meta.dtype, sharding=device)
+    """A removed field's saved array, read then dropped: its shape and dtype, on one device."""
+    device = one_device(jax.local_devices()[0])  # pyright: ignore[reportUnknownMemberType]
+    return shape_dtype_struct(tuple(meta.shape), meta.dtype, sharding=device)
 
 
 def _restore(target: Any, restored: Any, path: KeyPath, in_state: bool) -> Any:

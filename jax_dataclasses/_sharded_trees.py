@@ -49,13 +49,12 @@ from jax_dataclasses._tree_api import (
     keyed_children,
     keystr,
     path_text,
+    shape_dtype_struct,
     tree_flatten,
     tree_flatten_with_path,
     tree_structure,
     type_of,
 )
-
-_shape_dtype_struct = cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)
 
 # -- the rules and the mesh of a call: given, or from the context ----------------------------
 
@@ -551,6 +550,6 @@ def sharded_shapes(  # pyright: ignore[reportInconsistentOverload]  # rules: in 
             return value
         weak = bool(getattr(value, "weak_type", False))  # As `eval_shape` gave it.
         sharding = NamedSharding(on, leaf.spec)
-        return _shape_dtype_struct(value.shape, value.dtype, sharding=sharding, weak_type=weak)
+        return shape_dtype_struct(value.shape, value.dtype, sharding=sharding, weak_type=weak)
 
     return map_leaves(tree, Walk(given, default).leaves(tree), shape_of)

@@ -1,4 +1,4 @@
-"""Typed views of the JAX tree utilities we call (jaxlib ships no type information for them).
+"""Typed views of the JAX utilities we call (jaxlib ships no type information for them).
 
 One place for the casts, so the modules that use these functions stay strictly typed.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Protocol, cast
 
+import jax
 from jax import tree_util
 
 
@@ -79,3 +80,13 @@ def keyed_children(tree: object) -> list[tuple[KeyPath, Any]]:
 
 type_of: Callable[[object], type[object]] = type
 """`type`, typed for pyright (which sees `type(x)` of an `object` as partly unknown)."""
+
+shape_dtype_struct = cast("Callable[..., jax.ShapeDtypeStruct]", jax.ShapeDtypeStruct)
+"""`jax.ShapeDtypeStruct(shape, dtype, sharding=..., weak_type=...)`."""
+device_put = cast("Callable[[Any, Any], Any]", jax.device_put)  # pyright: ignore[reportUnknownMemberType]
+one_device = cast(
+    "Callable[[Any], Any]",
+    getattr(jax.sharding, "make_single_device_sharding", None) or jax.sharding.SingleDeviceSharding,
+)
+"""The sharding that places an array on one device (jax 0.12 deprecates the class for the
+function)."""
