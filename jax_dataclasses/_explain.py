@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import re
 import types
 import weakref
@@ -85,27 +86,53 @@ class JitDiff(tuple[JitChange, ...]):
 # -- records: what jax.jit's cache keeps of a tree, without the arrays ------------------------
 
 
-@dataclasses.dataclass(frozen=True)
 class _Leaf:
-    """An array-like leaf: what `jax.jit` traces it as, and where it lives."""
+    """An array-like leaf: what `jax.jit` traces it as (`shape`, canonical `dtype`, `weak`
+    type), and where it lives (a device array's `sharding`, a traced one's type's, or None).
+    `given` is the dtype as given (a NumPy array's `float64`) for the text, which is made only
+    when a report shows it; `number` a Python number's value (it may be a static argument of
+    a `jax.jit` we did not make). Slotted, and texts made lazily: a record of 10,000 leaves
+    is made on every compilation."""
 
-    text: str
-    shape: tuple[int, ...]
-    dtype: object
-    weak: bool
-    sharding: object
-    """A device array's sharding, a traced one's type's, or None (host values)."""
-    number: object = None
-    """A Python number's value (it may be a static argument of a `jax.jit` we did not make)."""
+    __slots__ = ("_text", "dtype", "given", "number", "shape", "sharding", "weak")
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        dtype: object,
+        weak: bool,
+        sharding: object,
+        given: object = None,
+        number: object = None,
+    ) -> None:
+        self.shape, self.dtype, self.weak, self.sharding = shape, dtype, weak, sharding
+        self.given, self.number = given, number
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            if self.given is None:  # A Python number.
+                self._text = f"Python {type(self.number).__name__}"
+            else:
+                shown = types.SimpleNamespace(
+                    shape=self.shape, dtype=self.given, sharding=self.sharding
+                )
+                self._text = array_summary(shown) + (" (weakly typed)" if self.weak else "")
+        return self._text
 
 
 @dataclasses.dataclass(frozen=True)
 class _Static:
-    """A value compared with `==`, as `jax.jit` compares static values."""
+    """A value compared with `==`, as `jax.jit` compares static values; its text is made
+    when a report shows it (an identity-compared object's, when it is held)."""
 
     held: object
     """The value as `_held` keeps it."""
-    text: str
+
+    @functools.cached_property
+    def text(self) -> str:
+        return _held_text(self.held)
 
 
 class _Weak:
@@ -167,6 +194,7 @@ def record(tree: object) -> Record:
     trees deeper than Python's recursion limit)."""
     result: list[Record] = []
     work: list[tuple[object, list[Record]] | _Building] = [(tree, result)]
+    keys: dict[type, list[str]] = {}  # The texts of a class's fields' keys, made once.
     while work:
         item = work.pop()
         if isinstance(item, _Building):
@@ -175,19 +203,22 @@ def record(tree: object) -> Record:
             )
             continue
         value, into = item
-        children = flatten_one_level(value)
-        if children is None:
-            into.append(_leaf(value))
-            continue
         cls = type_of(value)
         layout = layout_of(cls)
+        children = None if layout is not None else flatten_one_level(value)
+        if layout is None and children is None:
+            into.append(_leaf(value))
+            continue
         if layout is not None:
             pairs, aux = layout.flatten_with_keys(value)
             values = zip(layout.statics, layout.static_values(aux), strict=True)
             statics = tuple((f".{name}", static(v)) for name, v in values)
-            keyed = [(keystr((key,)), child) for key, child in pairs]
+            texts = keys.get(cls)
+            if texts is None:
+                texts = keys[cls] = [keystr((key,)) for key, _ in pairs]
+            keyed = list(zip(texts, (child for _, child in pairs), strict=True))
         else:  # Another library's node (or a container): its aux data as one value.
-            statics = (("", static(children[1])),)
+            statics = (("", static(cast("tuple[object, object]", children)[1])),)
             keyed = [(keystr(path), child) for path, child in keyed_level(value)[0]]
         building = _Building(into, cls, statics, [key for key, _ in keyed])
         work.append(building)
@@ -200,7 +231,7 @@ def _leaf(value: object) -> _Leaf | _Static:
     scalar = _SCALARS.get(kind)
     if scalar is not None:
         canonical = dtypes.canonicalize_dtype(scalar)
-        return _Leaf(f"Python {kind.__name__}", (), canonical, kind is not bool, None, value)
+        return _Leaf((), canonical, kind is not bool, None, number=value)
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is None or dtype is None:
         return static(value)  # Not an array: jax.jit takes it only as a static value.
@@ -209,16 +240,15 @@ def _leaf(value: object) -> _Leaf | _Static:
         weak, sharding = getattr(aval, "weak_type", False), getattr(aval, "sharding", None)
     else:
         weak, sharding = getattr(value, "weak_type", False), getattr(value, "sharding", None)
+    given: object = dtype
     if isinstance(dtype, np.dtype):
         dtype = dtypes.canonicalize_dtype(dtype)
-    text = array_summary(value) + (" (weakly typed)" if weak else "")
-    return _Leaf(text, tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding)
+    return _Leaf(tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding, given)
 
 
 def static(value: object) -> _Static:
     """A static value as kept in a record (`_held`), with its text."""
-    held = _held(value)
-    return _Static(held, held.text if isinstance(held, _Array) else text_of(value))
+    return _Static(_held(value))
 
 
 def _held(value: object) -> object:
@@ -416,7 +446,7 @@ class Comparison:
             self.add(path, kind, *_told_apart(old, new), _never_equal(old, new))
             return
         for key, was, now in parts:
-            items = (_Static(held, _held_text(held)) for held in (was, now))
+            items = (_Static(held) for held in (was, now))
             self._values(path + key, kind, *items)
 
 
