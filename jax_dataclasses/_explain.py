@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import re
 import types
 import weakref
@@ -27,7 +26,7 @@ import jax
 import numpy as np
 from jax import core, dtypes
 
-from jax_dataclasses._printing import DEFINED_AGAIN, array_summary
+from jax_dataclasses._printing import DEFINED_AGAIN, array_summary, device_ids
 from jax_dataclasses._record import layout_of
 from jax_dataclasses._static_values import value_problem
 from jax_dataclasses._tree_api import flatten_one_level, keyed_level, keystr, type_of
@@ -86,53 +85,48 @@ class JitDiff(tuple[JitChange, ...]):
 # -- records: what jax.jit's cache keeps of a tree, without the arrays ------------------------
 
 
+@dataclasses.dataclass(slots=True)
 class _Leaf:
     """An array-like leaf: what `jax.jit` traces it as (`shape`, canonical `dtype`, `weak`
     type), and where it lives (a device array's `sharding`, a traced one's type's, or None).
-    `given` is the dtype as given (a NumPy array's `float64`) for the text, which is made only
-    when a report shows it; `number` a Python number's value (it may be a static argument of
-    a `jax.jit` we did not make). Slotted, and texts made lazily: a record of 10,000 leaves
-    is made on every compilation."""
+    `given`: the dtype as given (`float64`), for the text, made when a report shows it;
+    `number`: a Python number's value (a static argument of a `jax.jit` we did not make?)."""
 
-    __slots__ = ("_text", "dtype", "given", "number", "shape", "sharding", "weak")
-
-    def __init__(
-        self,
-        shape: tuple[int, ...],
-        dtype: object,
-        weak: bool,
-        sharding: object,
-        given: object = None,
-        number: object = None,
-    ) -> None:
-        self.shape, self.dtype, self.weak, self.sharding = shape, dtype, weak, sharding
-        self.given, self.number = given, number
-        self._text: str | None = None
+    shape: tuple[int, ...]
+    dtype: object
+    weak: bool
+    sharding: object
+    given: object = None
+    number: object = None
+    _text: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def text(self) -> str:
         if self._text is None:
-            if self.given is None:  # A Python number.
-                self._text = f"Python {type(self.number).__name__}"
-            else:
-                shown = types.SimpleNamespace(
-                    shape=self.shape, dtype=self.given, sharding=self.sharding
-                )
-                self._text = array_summary(shown) + (" (weakly typed)" if self.weak else "")
+            shown = types.SimpleNamespace(
+                shape=self.shape, dtype=self.given, sharding=self.sharding
+            )
+            self._text = (
+                f"Python {type(self.number).__name__}"
+                if self.given is None  # A Python number.
+                else array_summary(shown) + (" (weakly typed)" if self.weak else "")
+            )
         return self._text
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class _Static:
-    """A value compared with `==`, as `jax.jit` compares static values; its text is made
-    when a report shows it (an identity-compared object's, when it is held)."""
+    """A value compared with `==`, as `jax.jit` compares static values, as `_held` keeps it;
+    its text is made when a report shows it (an identity-compared object's, when held)."""
 
     held: object
-    """The value as `_held` keeps it."""
+    _text: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
-    @functools.cached_property
+    @property
     def text(self) -> str:
-        return _held_text(self.held)
+        if self._text is None:
+            self._text = _held_text(self.held)
+        return self._text
 
 
 class _Weak:
@@ -602,17 +596,5 @@ def _sharding_texts(old: object, new: object) -> tuple[str, str]:
     devices they are on, in their mesh's order, if those are what differs."""
     before, after = text_of(old, limit=1000), text_of(new, limit=1000)
     if before == after:
-        before, after = (f"{before} on devices {_device_ids(s)}" for s in (old, new))
+        before, after = (f"{before} on devices {device_ids(s)}" for s in (old, new))
     return before, after
-
-
-def _device_ids(sharding: object) -> list[int]:
-    """The ids of a sharding's devices: in its mesh's order where it has one, else sorted."""
-    try:
-        devices = np.asarray(getattr(getattr(sharding, "mesh", None), "devices", None))
-    except Exception:  # An abstract mesh has no devices.
-        devices = np.asarray(None)
-    if devices.dtype == object and devices.size > 0 and devices.flat[0] is not None:
-        return [getattr(d, "id", -1) for d in devices.flat]
-    found = cast("Iterable[object]", getattr(sharding, "device_set", ()))
-    return sorted(getattr(d, "id", -1) for d in found)

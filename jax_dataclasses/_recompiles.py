@@ -385,10 +385,7 @@ _FLAG = (
     "global value the function reads, or a cache that was cleared (jax.clear_caches()) or "
     "full. jax.config.update('jax_explain_cache_misses', True) logs JAX's own reason."
 )
-_CHANGED_CONTEXT = (
-    "JAX's tracing context (its config options and context managers) differs, which is "
-    "outside the arguments: call the function under the same settings every time"
-)
+_CHANGED_CONTEXT = "call the function under the same settings every time"
 _CONTEXT = ", in JAX's tracing context (its config options and context managers):"
 
 
