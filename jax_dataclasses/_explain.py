@@ -170,6 +170,7 @@ _SCALARS: Mapping[type, type] = types.MappingProxyType(
     {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
 )
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # Kept as they are, read first.
 
 
 @dataclasses.dataclass
@@ -226,14 +227,13 @@ def _leaf(value: object) -> _Leaf | _Static:
     if scalar is not None:
         canonical = dtypes.canonicalize_dtype(scalar)
         return _Leaf((), canonical, kind is not bool, None, number=value)
-    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    aval: object = getattr(value, "aval", None)  # A JAX array's or tracer's type: the fast read.
+    typed = value if aval is None else aval
+    shape, dtype = getattr(typed, "shape", None), getattr(typed, "dtype", None)
     if shape is None or dtype is None:
         return static(value)  # Not an array: jax.jit takes it only as a static value.
-    if isinstance(value, core.Tracer):
-        aval = getattr(cast(object, value), "aval", None)
-        weak, sharding = getattr(aval, "weak_type", False), getattr(aval, "sharding", None)
-    else:
-        weak, sharding = getattr(value, "weak_type", False), getattr(value, "sharding", None)
+    weak = getattr(typed, "weak_type", False)
+    sharding = getattr(aval if isinstance(value, core.Tracer) else value, "sharding", None)
     given: object = dtype
     if isinstance(dtype, np.dtype):
         dtype = dtypes.canonicalize_dtype(dtype)
@@ -241,15 +241,15 @@ def _leaf(value: object) -> _Leaf | _Static:
 
 
 def static(value: object) -> _Static:
-    """A static value as kept in a record (`_held`), with its text."""
-    return _Static(_held(value))
+    return _Static(_held(value))  # A static value as a record keeps it.
 
 
 def _held(value: object) -> object:
-    """`value` as a record keeps it, so that keeping the record keeps no array or object alive
-    that `jax.jit` would let go of: an array as its summary (`_Array`), an identity-compared
-    object by weak reference (`_Weak`), the items of tuples, lists and dicts likewise; any
-    other value as it is."""
+    """`value` as a record keeps it, keeping nothing alive that `jax.jit` lets go of: an array
+    as its summary (`_Array`), an identity-compared object by weak reference (`_Weak`), in
+    tuples, lists and dicts too; any other value as it is."""
+    if type(value) in _PLAIN:
+        return value
     if _is_array(value):
         return _Array(value)
     items = _items_mapped(value, _held)
