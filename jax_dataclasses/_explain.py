@@ -26,7 +26,7 @@ import jax
 import numpy as np
 from jax import core, dtypes
 
-from jax_dataclasses._printing import DEFINED_AGAIN, array_summary
+from jax_dataclasses._printing import DEFINED_AGAIN, array_summary, device_ids
 from jax_dataclasses._record import layout_of
 from jax_dataclasses._static_values import value_problem
 from jax_dataclasses._tree_api import flatten_one_level, keyed_level, keystr, type_of
@@ -85,27 +85,48 @@ class JitDiff(tuple[JitChange, ...]):
 # -- records: what jax.jit's cache keeps of a tree, without the arrays ------------------------
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class _Leaf:
-    """An array-like leaf: what `jax.jit` traces it as, and where it lives."""
+    """An array-like leaf: what `jax.jit` traces it as (`shape`, canonical `dtype`, `weak`
+    type), and where it lives (a device array's `sharding`, a traced one's type's, or None).
+    `given`: the dtype as given (`float64`), for the text, made when a report shows it;
+    `number`: a Python number's value (a static argument of a `jax.jit` we did not make?)."""
 
-    text: str
     shape: tuple[int, ...]
     dtype: object
     weak: bool
     sharding: object
-    """A device array's sharding, a traced one's type's, or None (host values)."""
+    given: object = None
     number: object = None
-    """A Python number's value (it may be a static argument of a `jax.jit` we did not make)."""
+    _text: str | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            shown = types.SimpleNamespace(
+                shape=self.shape, dtype=self.given, sharding=self.sharding
+            )
+            self._text = (
+                f"Python {type(self.number).__name__}"
+                if self.given is None  # A Python number.
+                else array_summary(shown) + (" (weakly typed)" if self.weak else "")
+            )
+        return self._text
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(slots=True)
 class _Static:
-    """A value compared with `==`, as `jax.jit` compares static values."""
+    """A value compared with `==`, as `jax.jit` compares static values, as `_held` keeps it;
+    its text is made when a report shows it (an identity-compared object's, when held)."""
 
     held: object
-    """The value as `_held` keeps it."""
-    text: str
+    _text: str | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = _held_text(self.held)
+        return self._text
 
 
 class _Weak:
@@ -143,37 +164,61 @@ class _Node:
     children: tuple[tuple[str, Record], ...]
 
 
-@dataclasses.dataclass(frozen=True)
-class Call:
-    """The arguments of one call: each by name, how it was passed, and its record."""
-
-    arguments: tuple[tuple[str, str, Record], ...]
-
-
 Record = _Leaf | _Static | _Node
 _GONE = object()
 _SCALARS: Mapping[type, type] = types.MappingProxyType(
     {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
 )
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # Kept as they are, read first.
+
+
+@dataclasses.dataclass
+class _Building:
+    """A node whose children are being recorded (`record` keeps a stack, not Python's)."""
+
+    into: list[Record]
+    cls: type
+    statics: tuple[tuple[str, _Static], ...]
+    keys: list[str]
+    records: list[Record] = dataclasses.field(default_factory=list[Record])
 
 
 def record(tree: object) -> Record:
-    """What `jax.jit`'s cache keeps of `tree` (no arrays)."""
-    children = flatten_one_level(tree)
-    if children is None:
-        return _leaf(tree)
-    cls = type_of(tree)
-    layout = layout_of(cls)
-    if layout is not None:
-        pairs, aux = layout.flatten_with_keys(tree)
-        values = zip(layout.statics, layout.static_values(aux), strict=True)
-        statics = tuple((f".{name}", static(value)) for name, value in values)
-        keyed = [(keystr((key,)), child) for key, child in pairs]
-    else:  # Another library's node (or a container): its aux data as one value.
-        statics = (("", static(children[1])),)
-        keyed = [(keystr(path), child) for path, child in keyed_level(tree)[0]]
-    return _Node(cls, statics, tuple((key, record(child)) for key, child in keyed))
+    """What `jax.jit`'s cache keeps of `tree` (no arrays), at any depth (`jax.jit` takes
+    trees deeper than Python's recursion limit)."""
+    result: list[Record] = []
+    work: list[tuple[object, list[Record]] | _Building] = [(tree, result)]
+    keys: dict[type, list[str]] = {}  # The texts of a class's fields' keys, made once.
+    while work:
+        item = work.pop()
+        if isinstance(item, _Building):
+            item.into.append(
+                _Node(item.cls, item.statics, tuple(zip(item.keys, item.records, strict=True)))
+            )
+            continue
+        value, into = item
+        cls = type_of(value)
+        layout = layout_of(cls)
+        children = None if layout is not None else flatten_one_level(value)
+        if layout is None and children is None:
+            into.append(_leaf(value))
+            continue
+        if layout is not None:
+            pairs, aux = layout.flatten_with_keys(value)
+            values = zip(layout.statics, layout.static_values(aux), strict=True)
+            statics = tuple((f".{name}", static(v)) for name, v in values)
+            texts = keys.get(cls)
+            if texts is None:
+                texts = keys[cls] = [keystr((key,)) for key, _ in pairs]
+            keyed = list(zip(texts, (child for _, child in pairs), strict=True))
+        else:  # Another library's node (or a container): its aux data as one value.
+            statics = (("", static(cast("tuple[object, object]", children)[1])),)
+            keyed = [(keystr(path), child) for path, child in keyed_level(value)[0]]
+        building = _Building(into, cls, statics, [key for key, _ in keyed])
+        work.append(building)
+        work.extend((child, building.records) for _, child in reversed(keyed))
+    return result[0]
 
 
 def _leaf(value: object) -> _Leaf | _Static:
@@ -181,32 +226,30 @@ def _leaf(value: object) -> _Leaf | _Static:
     scalar = _SCALARS.get(kind)
     if scalar is not None:
         canonical = dtypes.canonicalize_dtype(scalar)
-        return _Leaf(f"Python {kind.__name__}", (), canonical, kind is not bool, None, value)
-    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        return _Leaf((), canonical, kind is not bool, None, number=value)
+    aval: object = getattr(value, "aval", None)  # A JAX array's or tracer's type: the fast read.
+    typed = value if aval is None else aval
+    shape, dtype = getattr(typed, "shape", None), getattr(typed, "dtype", None)
     if shape is None or dtype is None:
         return static(value)  # Not an array: jax.jit takes it only as a static value.
-    if isinstance(value, core.Tracer):
-        aval = getattr(cast(object, value), "aval", None)
-        weak, sharding = getattr(aval, "weak_type", False), getattr(aval, "sharding", None)
-    else:
-        weak, sharding = getattr(value, "weak_type", False), getattr(value, "sharding", None)
+    weak = getattr(typed, "weak_type", False)
+    sharding = getattr(aval if isinstance(value, core.Tracer) else value, "sharding", None)
+    given: object = dtype
     if isinstance(dtype, np.dtype):
         dtype = dtypes.canonicalize_dtype(dtype)
-    text = array_summary(value) + (" (weakly typed)" if weak else "")
-    return _Leaf(text, tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding)
+    return _Leaf(tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding, given)
 
 
 def static(value: object) -> _Static:
-    """A static value as kept in a record (`_held`), with its text."""
-    held = _held(value)
-    return _Static(held, held.text if isinstance(held, _Array) else text_of(value))
+    return _Static(_held(value))  # A static value as a record keeps it.
 
 
 def _held(value: object) -> object:
-    """`value` as a record keeps it, so that keeping the record keeps no array or object alive
-    that `jax.jit` would let go of: an array as its summary (`_Array`), an identity-compared
-    object by weak reference (`_Weak`), the items of tuples, lists and dicts likewise; any
-    other value as it is."""
+    """`value` as a record keeps it, keeping nothing alive that `jax.jit` lets go of: an array
+    as its summary (`_Array`), an identity-compared object by weak reference (`_Weak`), in
+    tuples, lists and dicts too; any other value as it is."""
+    if type(value) in _PLAIN:
+        return value
     if _is_array(value):
         return _Array(value)
     items = _items_mapped(value, _held)
@@ -303,112 +346,102 @@ def jit_diff(before: Any, after: Any) -> JitDiff:
         ['layers'][0].n_heads: 8 → 4 (static field)
         ['layers'][0].w: f32[4] → f32[3] (shape)
     """
-    comparison = _Comparison()
+    comparison = Comparison()
     comparison.tree("", record(before), record(after))
     return comparison.result()
 
 
-def call_differences(before: Call, after: Call) -> JitDiff:
-    """The differences between two calls' arguments (`Call`s)."""
-    comparison = _Comparison()
-    comparison.calls(before, after)
-    return comparison.result()
-
-
-class _Comparison:
+class Comparison:
     """One comparison of two records: the differences found, in key path order, and apart
-    those of Python numbers' values (listed only when nothing else differs)."""
+    those of Python numbers' values (listed only when nothing else differs, and only where a
+    number may be static)."""
 
-    def __init__(self) -> None:
+    def __init__(self, numbers: bool = True) -> None:
         self.found: list[JitChange] = []
-        self.numbers: list[JitChange] = []
+        self.numbers: list[JitChange] | None = [] if numbers else None
 
     def result(self) -> JitDiff:
-        return JitDiff(self.found or self.numbers)
-
-    def calls(self, before: Call, after: Call) -> None:
-        """Arguments by name; passed by position and by keyword are different trees to jit."""
-        old = {name: (how, item) for name, how, item in before.arguments}
-        for name, how, item in after.arguments:
-            old_how, old_item = old.pop(name, ("not passed", None))
-            if old_item is None or old_how != how:
-                self._add(name, "structure", _passed(old_how), _passed(how))
-            else:
-                self.tree(name, old_item, item, "static argument")
-        for name, (how, _) in old.items():
-            self._add(name, "structure", _passed(how), "not passed")
+        return JitDiff(self.found or self.numbers or ())
 
     def tree(self, path: str, old: Record, new: Record, kind: str = "static value") -> None:
-        """Two records at `path`; `kind` names what a static value there is."""
-        if isinstance(old, _Leaf) and isinstance(new, _Leaf):
-            self._leaves(path, old, new)
-        elif isinstance(old, _Static) and isinstance(new, _Static):
-            self._values(path, kind, old, new)
-        elif isinstance(old, _Node) and isinstance(new, _Node) and old.cls is new.cls:
-            self._nodes(path, old, new)
-        elif isinstance(old, _Node) and isinstance(new, _Node) and _NONE not in (old.cls, new.cls):
-            fix = _REDEFINED if old.cls.__qualname__ == new.cls.__qualname__ else ""
-            self._add(path, "class", _summary(old), _summary(new), fix)
-        else:
-            self._add(path, "structure", _summary(old), _summary(new))
+        """Two records at `path`, in key path order, at any depth (a stack, not Python's);
+        `kind` names what a static value at `path` is (below it, "static value")."""
+        work = [(path, old, new, kind)]
+        while work:
+            path, old, new, kind = work.pop()
+            if isinstance(old, _Leaf) and isinstance(new, _Leaf):
+                self._leaves(path, old, new)
+            elif isinstance(old, _Static) and isinstance(new, _Static):
+                self._values(path, kind, old, new)
+            elif isinstance(old, _Node) and isinstance(new, _Node) and old.cls is new.cls:
+                work.extend(reversed(self._nodes(path, old, new)))
+            elif (
+                isinstance(old, _Node)
+                and isinstance(new, _Node)
+                and _NONE not in (old.cls, new.cls)
+            ):
+                fix = _REDEFINED if old.cls.__qualname__ == new.cls.__qualname__ else ""
+                self.add(path, "class", _summary(old), _summary(new), fix)
+            else:
+                self.add(path, "structure", _summary(old), _summary(new))
 
-    def _add(self, path: str, kind: str, before: str, after: str, fix: str = "") -> None:
+    def add(self, path: str, kind: str, before: str, after: str, fix: str = "") -> None:
         self.found.append(JitChange(path, kind, before, after, fix))
 
     def _leaves(self, path: str, old: _Leaf, new: _Leaf) -> None:
         if old.shape != new.shape:
-            self._add(path, "shape", old.text, new.text)
+            self.add(path, "shape", old.text, new.text)
         elif old.dtype != new.dtype:
-            self._add(path, "dtype", old.text, new.text)
+            self.add(path, "dtype", old.text, new.text)
         elif old.weak != new.weak:
-            self._add(path, "weak type", old.text, new.text, _WEAK)
+            self.add(path, "weak type", old.text, new.text, _WEAK)
         elif (
             old.sharding is not None
             and new.sharding is not None
-            and not _same(old.sharding, new.sharding)
+            and not same(old.sharding, new.sharding)
         ):
             before, after = old.text, new.text
             if before == after:  # Not told apart by the summary: say which sharding.
                 before, after = _sharding_texts(old.sharding, new.sharding)
-            self._add(path, "sharding", before, after)
+            self.add(path, "sharding", before, after)
         elif (
-            old.number is not None and new.number is not None and not _same(old.number, new.number)
+            self.numbers is not None
+            and old.number is not None
+            and new.number is not None
+            and not same(old.number, new.number)
         ):
             fix = _nan(new.number) or _NUMBER
             change = JitChange(path, "value", repr(old.number), repr(new.number), fix)
             self.numbers.append(change)
 
-    def _nodes(self, path: str, old: _Node, new: _Node) -> None:
+    def _nodes(self, path: str, old: _Node, new: _Node) -> list[tuple[str, Record, Record, str]]:
         """Nodes of one class: their static values by name (when their children's keys are
-        the same), then their children by key (a dict's kept keys too)."""
+        the same); returns their children to compare, by key (a dict's kept keys too)."""
         if [key for key, _ in old.children] != [key for key, _ in new.children]:
-            self._add(path, "structure", _summary(old), _summary(new))
+            self.add(path, "structure", _summary(old), _summary(new))
         else:
             for (name, before), (_, after) in zip(old.statics, new.statics, strict=True):
                 kind = "static field" if name else "metadata"
                 self._values(path + name, kind, before, after)
         olds = dict(old.children)
-        for key, after_item in new.children:
-            if key in olds:
-                self.tree(path + key, olds[key], after_item)
+        return [
+            (path + key, olds[key], item, "static value")
+            for key, item in new.children
+            if key in olds
+        ]
 
     def _values(self, path: str, kind: str, old: _Static, new: _Static) -> None:
         """Two static values; where they are containers of the same keys, at the items that
-        differ (`.hparams['schedule']`). Another library's aux data is one value: its parts
-        have no names."""
-        if _same(old.held, new.held):
+        differ (`.hparams['schedule']`, another library's aux data `[2]`)."""
+        if same(old.held, new.held):
             return
-        parts = None if kind == "metadata" else _parts(old.held, new.held)
+        parts = _parts(old.held, new.held)
         if parts is None:
-            self._add(path, kind, old.text, new.text, _never_equal(old, new))
+            self.add(path, kind, *_told_apart(old, new), _never_equal(old, new))
             return
-        for key, before, after in parts:
-            items = (_Static(held, _held_text(held)) for held in (before, after))
+        for key, was, now in parts:
+            items = (_Static(held) for held in (was, now))
             self._values(path + key, kind, *items)
-
-
-def _passed(how: str) -> str:
-    return how if how == "not passed" else f"passed {how}"
 
 
 _NONE = type(None)
@@ -446,7 +479,7 @@ def _parts(old: object, new: object) -> list[tuple[str, object, object]] | None:
     return None
 
 
-def _same(old: object, new: object) -> bool:
+def same(old: object, new: object) -> bool:
     """`old == new` as jax.jit decides it (identity first); False where it cannot tell."""
     if old is new:
         return True
@@ -531,10 +564,10 @@ def local_name(qualname: str) -> str:
     return qualname.rpartition("<locals>.")[2]
 
 
-def _held_text(held: object) -> str:
+def _held_text(held: object, limit: int = 80) -> str:
     if isinstance(held, _Weak | _Array):
         return held.text
-    return text_of(_live(held))
+    return text_of(_live(held), limit)
 
 
 def _holds_array(held: object) -> bool:
@@ -546,15 +579,22 @@ def _holds_array(held: object) -> bool:
     return isinstance(held, _Array)
 
 
+def _told_apart(old: _Static, new: _Static) -> tuple[str, str]:
+    """The texts of two static values, where `text_of` cut them at a common prefix: from
+    shortly before their full texts first differ."""
+    if old.text != new.text:
+        return old.text, new.text
+    before, after = _held_text(old.held, limit=10_000), _held_text(new.held, limit=10_000)
+    start = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), None)
+    if start is None or start < 40:
+        return old.text, new.text
+    return "..." + before[start - 20 : start + 57], "..." + after[start - 20 : start + 57]
+
+
 def _sharding_texts(old: object, new: object) -> tuple[str, str]:
     """Two shardings whose summaries are the same, told apart: their texts in full, and the
-    devices they are on if those are what differs."""
+    devices they are on, in their mesh's order, if those are what differs."""
     before, after = text_of(old, limit=1000), text_of(new, limit=1000)
     if before == after:
-        devices = [sorted(getattr(d, "id", -1) for d in _device_set(s)) for s in (old, new)]
-        before, after = (f"{before} on devices {ids}" for ids in devices)
+        before, after = (f"{before} on devices {device_ids(s)}" for s in (old, new))
     return before, after
-
-
-def _device_set(sharding: object) -> Iterable[object]:
-    return cast("Iterable[object]", getattr(sharding, "device_set", ()))

@@ -214,7 +214,7 @@ def _jit_callable(
         return jitted
     from jax_dataclasses._recompiles import explained  # Imported when first asked for.
 
-    return explained(jitted, explain, argnums, argnames)
+    return explained(jitted, explain, (argnums, argnames))
 
 
 def _deciding_first(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import reprlib
+from collections.abc import Iterable
 from typing import Any, cast
 
 import numpy as np
@@ -108,6 +109,18 @@ def _sharded_axes(array: Any) -> tuple[Any, ...]:
     owner: object = getattr(cast(object, array), "aval", None) if traced else array
     sharding = getattr(owner, "sharding", None)
     return tuple(sharding.spec) if isinstance(sharding, NamedSharding) else ()
+
+
+def device_ids(sharding: object) -> list[int]:
+    """The ids of a sharding's devices: in its mesh's order where it has one, else sorted."""
+    try:
+        devices = np.asarray(getattr(getattr(sharding, "mesh", None), "devices", None))
+    except Exception:  # An abstract mesh has no devices.
+        devices = np.asarray(None)
+    if devices.dtype == object and devices.size > 0 and devices.flat[0] is not None:
+        return [getattr(d, "id", -1) for d in devices.flat]
+    found: Iterable[object] = getattr(sharding, "device_set", ())
+    return sorted(getattr(d, "id", -1) for d in found)
 
 
 class _Printer:

@@ -6,31 +6,38 @@ The wrapper runs each call with a `ContextVar` holding a list for the call, and 
 when JAX traces, lowers or compiles during it: exactly the calls that cost a compilation, not
 those that only missed the dispatch cache (a NumPy array where a JAX array was, which traces
 nothing). Such a call is recorded (`_explain.record`: shapes, dtypes, shardings and static
-values, never arrays) and compared with the nearest of the last `HISTORY` calls that compiled,
-and the differences go to `warnings` or `logging`. A call that reuses a compilation costs the
-context-variable set and reset.
+values, never arrays, and JAX's tracing context) and compared with the nearest of the last
+`HISTORY` signatures, and the differences go to `warnings` or `logging`. A call that adds an
+entry to the jitted function's dispatch cache without compiling, and the first call, are
+recorded too, without a report, so that the next compilation is compared with them: JAX's
+caches belong to the Python function, so a `jax.jit` of it called before it was wrapped, or
+another `jax.jit` of it, compiles what this one then reuses. A call that reuses a compilation
+costs the context-variable set and reset and two reads of the cache's size.
 """
 
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import inspect
 import logging
 import threading
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, TypeGuard, TypeVar, cast
 
 import jax
+from jax._src import config as _config
+from jax._src import source_info_util
 
 from jax_dataclasses._explain import (
-    Call,
+    Comparison,
     JitDiff,
     Record,
-    call_differences,
     local_name,
     record,
+    same,
     static,
     text_of,
 )
@@ -54,6 +61,8 @@ _SEEN: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("_SEEN"
 """The JAX events seen during the explained call in progress, in this thread or task."""
 _listening = False
 _LISTEN_LOCK = threading.Lock()
+LINES = 20
+"""How many differences a report lists; it counts the others."""
 
 
 class RecompileWarning(UserWarning):
@@ -133,11 +142,11 @@ def explain_recompiles(jitted: _F, /, *, report: Report = "warn") -> _F:
 def explained(
     jitted: Callable[..., Any],
     report: object,
-    static_argnums: Sequence[int] = (),
-    static_argnames: Sequence[str] = (),
+    statics: tuple[Sequence[int], Sequence[str]] | None = None,
 ) -> Callable[..., Any]:
-    """`jitted`, reporting its compilations; `static_argnums`/`static_argnames` name the
-    arguments it takes as static (`jdc.jit` knows them), which are compared as values."""
+    """`jitted`, reporting its compilations; `statics` are the numbers and names of the
+    arguments it takes as static (`jdc.jit` knows them: static arguments are then compared as
+    values, and a Python number elsewhere is traced, never a cause), None where unknown."""
     qualname = str(getattr(jitted, "__qualname__", None) or getattr(jitted, "__name__", jitted))
     name = local_name(qualname)
     if not _is_report(report):
@@ -146,7 +155,8 @@ def explained(
             f"'log' (a warning on the 'jax_dataclasses' logger), got {report!r}."
         )
     _listen()
-    return _Explained(jitted, name, report, frozenset(static_argnums), frozenset(static_argnames))
+    known = None if statics is None else (frozenset(statics[0]), frozenset(statics[1]))
+    return _Explained(jitted, name, report, known)
 
 
 def _is_report(value: object) -> TypeGuard[Report]:
@@ -161,11 +171,14 @@ def _on_event(event: str, duration_secs: float, **kwargs: str | int) -> None:
 
 
 def _listen() -> None:
-    """Register `_on_event` with `jax.monitoring`, once per process."""
+    """Register `_on_event` with `jax.monitoring`, once per process, and this module with JAX's
+    source information, so that what JAX says of a call (`jax_explain_cache_misses`) names the
+    user's line, not the wrapper's."""
     global _listening
     with _LISTEN_LOCK:
         if not _listening:
             jax.monitoring.register_event_duration_secs_listener(_on_event)
+            source_info_util.register_exclusion(__file__)
             _listening = True
 
 
@@ -178,30 +191,35 @@ class _Explained:
         jitted: Callable[..., Any],
         name: str,
         report: Report,
-        static_argnums: frozenset[int],
-        static_argnames: frozenset[str],
+        statics: tuple[frozenset[int], frozenset[str]] | None,
     ) -> None:
         functools.update_wrapper(self, jitted)
         self._jitted = jitted
         self._name = name
         self._report = report
-        self._static = (static_argnums, static_argnames)
-        self._history: list[tuple[Call, int]] = []
+        self._static = statics or (frozenset[int](), frozenset[str]())
+        self._numbers = statics is None
+        """Whether a Python number may be a static argument (of a `jax.jit` we did not make)."""
+        self._history: list[tuple[_Call, int]] = []
+        """Earlier signatures and the number of their compilation (0: compiled elsewhere)."""
         self._names = _parameter_names(jitted)
+        size = getattr(jitted, "_cache_size", None)
+        self._cache_size = cast("Callable[[], int]", size) if callable(size) else _no_size
         self._lock = threading.Lock()
         self.traces = 0
         self.compilations = 0
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         seen: list[str] = []
+        entries = self._cache_size()
         token = _SEEN.set(seen)
         try:
             result = self._jitted(*args, **kwargs)
         finally:
             _SEEN.reset(token)
-        if seen:
+        if seen or not self._history or self._cache_size() > entries:
             try:
-                self._compiled(_TRACE in seen, args, kwargs)
+                self._compiled(seen, args, kwargs)
             except Exception as error:  # Our bug, or a user's value we cannot read: the
                 # call has run, and its result is the user's.
                 warn_at_user(
@@ -220,33 +238,39 @@ class _Explained:
     def __repr__(self) -> str:
         return f"<explain_recompiles of {self._jitted!r}>"
 
-    def _compiled(self, traced: bool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _compiled(self, seen: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Record a call that compiled (`seen` holds JAX's events) or that added an entry to
+        the dispatch cache without compiling, and report the first kind."""
         call = self._record(args, kwargs)
+        traced = _TRACE in seen
         with self._lock:
             self.traces += traced
-            self.compilations += 1
-            number, earlier = self.compilations, self._history
+            self.compilations += bool(seen)
+            number, earlier = (self.compilations if seen else 0), self._history
             self._history = [*earlier[1 - HISTORY :], (call, number)]
-            counts = f"{self.traces} trace{'s' * (self.traces != 1)}, {number} compilations"
-        if not earlier:
+            counts = f"{_count(self.traces, 'trace')}, {_count(self.compilations, 'compilation')}"
+        if not earlier or not seen:
             return
         nearest, against = min(
-            ((call_differences(old, call), n) for old, n in earlier), key=_distance
+            ((_call_differences(old, call, self._numbers), n) for old, n in earlier), key=_distance
         )
+        which = f"the {_ordinal(against)}" if against else _ELSEWHERE_COMPILED
         head = f"jax.jit {'traced' if traced else 'compiled'} {self._name} again ({counts}); "
-        if nearest:
-            message = (
-                f"{head}its arguments differ from the nearest earlier compilation (the "
-                f"{_ordinal(against)}) in:" + "".join(f"\n  {change}" for change in nearest)
-            )
+        if not nearest:
+            message = head + _OUTSIDE.format(which=which) + _FLAG
+        elif all(change.kind == "context" for change in nearest):
+            message = head + _OUTSIDE.format(which=which) + _CONTEXT + _capped(nearest, LINES)
         else:
-            message = head + _ELSEWHERE.format(ordinal=_ordinal(against))
+            message = (
+                f"{head}its arguments differ from the nearest earlier compilation ({which}) in:"
+                + _capped(nearest, LINES)
+            )
         if self._report == "warn":
             warn_at_user(message, RecompileWarning)
         else:
             _LOGGER.warning(message)
 
-    def _record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
+    def _record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call:
         """The call's arguments by name (a parameter's, `args[i]` past them), each as passed;
         a static argument as its value."""
         positional, star = self._names
@@ -258,7 +282,66 @@ class _Explained:
             arguments.append((name, "by position", (static if index in argnums else record)(value)))
         for key, value in kwargs.items():
             arguments.append((key, "by keyword", (static if key in argnames else record)(value)))
-        return Call(tuple(arguments))
+        return _Call(tuple(arguments), tuple(_TRACE_CONTEXT()))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """The arguments of one call: each by name, how it was passed, and its record; and JAX's
+    tracing context during it (what its trace cache keys by besides the arguments: the config
+    options and context managers that change a trace, such as `jax.default_matmul_precision`)."""
+
+    arguments: tuple[tuple[str, str, Record], ...]
+    context: tuple[object, ...]
+
+
+_TRACE_CONTEXT = cast("Callable[[], Iterable[object]]", _config.trace_context)  # pyright: ignore[reportUnknownMemberType]  # jaxlib: no stubs
+_TRACE_CONTEXT_NAMES = cast(
+    "Callable[[], Iterable[str]] | None", getattr(_config, "trace_context_names", None)
+)
+
+
+def _call_differences(before: _Call, after: _Call, numbers: bool) -> JitDiff:
+    """The differences between two calls' arguments, by name (passed by position and by
+    keyword are different trees to jit), then their tracing contexts' (kind "context"); a
+    Python number's value only where `numbers` says it may be a static argument."""
+    comparison = Comparison(numbers)
+    old = {name: (how, item) for name, how, item in before.arguments}
+    for name, how, item in after.arguments:
+        old_how, old_item = old.pop(name, ("not passed", None))
+        if old_item is None or old_how != how:
+            comparison.add(name, "structure", _passed(old_how), _passed(how))
+        else:
+            comparison.tree(name, old_item, item, "static argument")
+    for name, (how, _) in old.items():
+        comparison.add(name, "structure", _passed(how), "not passed")
+    if before.context != after.context and len(before.context) == len(after.context):
+        names = _context_names(len(after.context))
+        for name, was, now in zip(names, before.context, after.context, strict=True):
+            if not same(was, now):
+                comparison.add(name, "context", text_of(was), text_of(now), _CHANGED_CONTEXT)
+    return comparison.result()
+
+
+def _passed(how: str) -> str:
+    return how if how == "not passed" else f"passed {how}"
+
+
+def _context_names(count: int) -> Sequence[str]:
+    """The names of the `count` items of JAX's tracing context, where JAX names them (newer
+    jaxlibs), else their positions."""
+    try:
+        names = list(_TRACE_CONTEXT_NAMES()) if _TRACE_CONTEXT_NAMES else []
+    except NotImplementedError:  # A jax newer than its jaxlib.
+        names = []
+    return names if len(names) == count else [f"trace context [{i}]" for i in range(count)]
+
+
+def _capped(diff: JitDiff, lines: int) -> str:
+    """The first `lines` differences, one per line each after a newline, and how many more."""
+    shown = "".join(f"\n  {change}" for change in diff[:lines])
+    more = len(diff) - lines
+    return shown + (f"\n  ... and {more} more (jdc.jit_diff lists them all)" if more > 0 else "")
 
 
 def _parameter_names(function: Callable[..., Any]) -> tuple[list[str], str]:
@@ -272,21 +355,38 @@ def _parameter_names(function: Callable[..., Any]) -> tuple[list[str], str]:
     return positional, next((p.name for p in params if p.kind is p.VAR_POSITIONAL), "args")
 
 
-def _distance(found: tuple[JitDiff, int]) -> tuple[int, int, int]:
-    """How far an earlier compilation is: its structure's differences first, then the others,
-    then how long ago (the latest of equals is nearest)."""
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
+
+
+def _no_size() -> int:
+    """The cache size of a jitted function that does not tell it: no call is learnt."""
+    return 0
+
+
+def _distance(found: tuple[JitDiff, int]) -> tuple[int, int, bool, int]:
+    """How far an earlier signature is: its structure's differences first, then the others,
+    then whether it compiled elsewhere, then how long ago (the latest of equals is nearest)."""
     diff, number = found
     structural = sum(change.kind in ("structure", "class") for change in diff)
-    return structural, len(diff), -number
+    return structural, len(diff), number == 0, -number
 
 
-_ELSEWHERE = (
-    "its arguments match an earlier compilation (the {ordinal}) in tree structure, static "
-    "values, shapes, dtypes, weak types and shardings, so the cause is elsewhere: a JAX config "
-    "or context manager (a mesh, jax.default_device, jax.default_matmul_precision), a global "
-    "value the function reads, or a cache that was cleared (jax.clear_caches()) or full. "
-    "jax.config.update('jax_explain_cache_misses', True) logs JAX's own reason."
+_ELSEWHERE_COMPILED = (
+    "one this function reused, compiled before it was wrapped or by another jax.jit of the same "
+    "function"
 )
+_OUTSIDE = (
+    "its arguments match an earlier compilation ({which}) in tree structure, static values, "
+    "shapes, dtypes, weak types and shardings, so the cause is outside the arguments"
+)
+_FLAG = (
+    ", and JAX's tracing context (its config options and context managers) is the same: a "
+    "global value the function reads, or a cache that was cleared (jax.clear_caches()) or "
+    "full. jax.config.update('jax_explain_cache_misses', True) logs JAX's own reason."
+)
+_CHANGED_CONTEXT = "call the function under the same settings every time"
+_CONTEXT = ", in JAX's tracing context (its config options and context managers):"
 
 
 def _ordinal(number: int) -> str:

@@ -52,6 +52,7 @@ BENCHMARK_RUNS = {
     "bench_copy_and_mutate.py": ["--rounds", "1", "--sizes", "10"],
     "bench_jit.py": ["--rounds", "1", "--number", "1", "--nodes", "10"],
     "bench_printing.py": ["--layers", "10", "--rounds", "1"],
+    "bench_recompiles.py": ["--leaves", "100", "--rounds", "1"],
     "bench_sharding.py": ["--rounds", "1", "--sizes", "10"],
     "bench_structure.py": [],
 }

@@ -69,3 +69,18 @@ def test_the_same_spec_on_other_devices() -> None:
     assert change.kind == "sharding"
     assert change.before.endswith("on devices [0, 1, 2, 3]"), change.before
     assert change.after.endswith("on devices [4, 5, 6, 7]"), change.after
+
+
+def test_the_same_devices_in_another_order() -> None:
+    """Meshes of the same devices in another order compile again, and print apart."""
+    devices = jax.devices()[:4]
+    first, second = (
+        jax.sharding.Mesh(np.array(order), ("data",)) for order in (devices, devices[::-1])
+    )
+    (change,) = jdc.jit_diff(
+        jax.device_put(jnp.ones(8), NamedSharding(first, P("data"))),
+        jax.device_put(jnp.ones(8), NamedSharding(second, P("data"))),
+    )
+    assert change.kind == "sharding"
+    assert change.before.endswith("on devices [0, 1, 2, 3]"), change.before
+    assert change.after.endswith("on devices [3, 2, 1, 0]"), change.after

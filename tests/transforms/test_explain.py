@@ -155,7 +155,7 @@ CHANGES: dict[str, tuple[Callable[[], Any], Callable[[], Any], str]] = {
     "another library's aux data": (
         lambda: [Custom(jnp.ones(2), ("relu", 1))],
         lambda: [Custom(jnp.ones(2), ("relu", 2))],
-        "tree[0]: ('relu', 1) → ('relu', 2) (metadata)",
+        "tree[0][1]: 1 → 2 (metadata)",
     ),
 }
 
@@ -589,3 +589,110 @@ def test_sharding_on_8_devices() -> None:
     """Shardings (`tests/transforms/_explain_child.py`), in a process with 8 CPU devices."""
     arguments = ["-m", "pytest", str(HERE / "_explain_child.py"), "-q", "-p", "no:cacheprovider"]
     run_python([*arguments, "-rfE", "--tb=short"], 8, cwd=HERE.parent)
+
+
+class TestWhatTheReportCannotMiss:
+    """Issue 38, items 1 to 4: a compilation made elsewhere first, a cause outside the
+    arguments, another library's metadata, deep and wide trees, and JAX's own flag."""
+
+    def test_a_compilation_made_elsewhere_first_is_compared_with(self) -> None:
+        def scale(x: jax.Array) -> jax.Array:
+            return x * 2
+
+        jax.jit(scale)(jnp.ones(3))  # JAX's trace cache is the function's: `step` reuses it.
+        step: Any = jdc.explain_recompiles(jax.jit(scale))
+        (report,) = recompile_reports(step, (jnp.ones(3),), (jnp.ones(4),))
+        assert report == (
+            "jax.jit traced scale again (1 trace, 1 compilation); its arguments differ from the "
+            "nearest earlier compilation (one this function reused, compiled before it was "
+            "wrapped or by another jax.jit of the same function) in:\n  x: f32[3] → f32[4] "
+            "(shape)"
+        )
+        assert (step.traces, step.compilations) == (1, 1)
+
+    def test_a_static_argument_after_a_first_call_elsewhere(self) -> None:
+        def tile(x: jax.Array, times: jdc.Static[int]) -> jax.Array:
+            return jnp.tile(x, times)
+
+        jdc.jit(tile)(jnp.ones(2), 2)
+        explained = jdc.jit(tile, explain_recompiles="warn")
+        (report,) = recompile_reports(explained, (jnp.ones(2), 2), (jnp.ones(2), 3))
+        assert report.endswith("in:\n  times: 2 → 3 (static argument)"), report
+
+    @pytest.mark.parametrize("made_by", ["jdc.jit", "jax.jit"])
+    def test_a_context_manager_is_the_cause_not_a_traced_number(self, made_by: str) -> None:
+        def step(x: jax.Array, lr: float) -> jax.Array:
+            return x @ x * lr
+
+        jitted: Any = (
+            jdc.jit(step, explain_recompiles="warn")
+            if made_by == "jdc.jit"
+            else jdc.explain_recompiles(jax.jit(step))
+        )
+        recompile_reports(jitted, (jnp.ones(3), 0.1))
+        with jax.default_matmul_precision("highest"):
+            (report,) = recompile_reports(jitted, (jnp.ones(3), 0.05))
+        assert "lr" not in report, report
+        assert "so the cause is outside the arguments" in report
+        assert "\n  jax_default_matmul_precision: None → 'highest' (context)" in report
+
+    def test_a_traced_number_of_jdc_jit_is_never_a_cause(self) -> None:
+        @jdc.jit(explain_recompiles="warn")
+        def step(x: jax.Array, lr: float) -> jax.Array:
+            return x * lr
+
+        recompile_reports(step, (jnp.ones(3), 0.1))
+        step.clear_cache()  # type: ignore[attr-defined]
+        (report,) = recompile_reports(step, (jnp.ones(3), 0.05))
+        assert "lr" not in report and "the cause is outside the arguments" in report
+
+    def test_an_equinox_modules_metadata_by_element(self) -> None:
+        eqx = pytest.importorskip("equinox")
+        before, after = eqx.nn.LayerNorm(3, eps=1e-5), eqx.nn.LayerNorm(3, eps=1e-6)
+        assert [str(change) for change in jdc.jit_diff(before, after)] == [
+            "[2]: 1e-05 → 1e-06 (metadata)"
+        ]
+        step = jdc.explain_recompiles(jax.jit(lambda norm, x: norm(x)))
+        (report,) = recompile_reports(step, (before, jnp.ones(3)), (after, jnp.ones(3)))
+        assert report.endswith("in:\n  norm[2]: 1e-05 → 1e-06 (metadata)"), report
+
+    def test_a_flax_nnx_modules_change_is_visible(self) -> None:
+        nnx = pytest.importorskip("flax.nnx")
+        before, after = (nnx.LayerNorm(3, epsilon=e, rngs=nnx.Rngs(0)) for e in (1e-5, 1e-6))
+        (change,) = jdc.jit_diff(before, after)
+        assert (change.kind, change.before, change.after) == ("metadata", "1e-05", "1e-06")
+
+    def test_a_long_value_is_shown_where_it_differs(self) -> None:
+        before = Activation(jnp.ones(1), "x" * 100 + "relu")
+        after = Activation(jnp.ones(1), "x" * 100 + "gelu")
+        (change,) = jdc.jit_diff(before, after)
+        assert change.before != change.after and change.before.endswith("relu'"), change
+
+    def test_a_tree_900_levels_deep(self) -> None:
+        def nested(width: int) -> Any:
+            tree: Any = jnp.ones(width)
+            for _ in range(900):
+                tree = [tree]
+            return tree
+
+        (change,) = jdc.jit_diff(nested(2), nested(3))
+        assert change.path == "[0]" * 900 and change.kind == "shape"
+        step = jdc.explain_recompiles(jax.jit(lambda tree: tree))
+        (report,) = recompile_reports(step, (nested(2),), (nested(3),))
+        assert report.endswith(f"in:\n  tree{'[0]' * 900}: f32[2] → f32[3] (shape)")
+
+    def test_many_differences_are_counted_past_the_first_twenty(self) -> None:
+        step = jdc.explain_recompiles(jax.jit(lambda tree: tree))
+        (report,) = recompile_reports(step, ([jnp.ones(2)] * 100,), ([jnp.ones(3)] * 100,))
+        lines = report.splitlines()
+        assert len(lines) == 22 and lines[20] == "  tree[19]: f32[2] → f32[3] (shape)"
+        assert lines[21] == "  ... and 80 more (jdc.jit_diff lists them all)"
+
+    def test_jaxs_own_explanation_names_the_callers_line(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        step = jdc.explain_recompiles(jax.jit(lambda x: x + 1))
+        with jax.explain_cache_misses(True), caplog.at_level(logging.WARNING):  # type: ignore[attr-defined]
+            recompile_reports(step, (jnp.ones(2),), (jnp.ones(3),))
+        misses = [r.getMessage() for r in caplog.records if "CACHE MISS at" in r.getMessage()]
+        assert misses and all(f"MISS at {__file__}:" in miss for miss in misses), misses
