@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import pytest
 from beartype import beartype
 from beartype.roar import BeartypeCallHintParamViolation
-from helpers import Layer, Slotted, leaves_equal_fields
+from helpers import Layer, Slotted, define, leaves_equal_fields, run_python
 from jaxtyping import Array, Float, TypeCheckError, jaxtyped
 
 import jax_dataclasses as jdc
@@ -405,6 +405,42 @@ def test_cloudpickle_instances_of_main_classes_load_in_a_fresh_process(tmp_path:
         "Plain(x=Frozen(False), tag='t')",
         "3.0",
     ]
+
+
+@pytest.mark.subprocess
+def test_a_class_pickled_by_value_carries_none_of_the_types_this_process_met(
+    tmp_path: Path,
+) -> None:
+    """The generated `__init__` holds the static-value checks' cache of good types; pickled
+    with the class, an enum this process had met as a static value (from a module the
+    loading process lacks) made the class fail to load there (`No module named ...`)."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    modes = define("import enum\nclass Mode(enum.Enum):\n    A = 1\n", "evaluated")
+    user = define(
+        """
+        import jax_dataclasses as jdc
+
+        @jdc.pytree_dataclass
+        class Holder:
+            mode: jdc.Static[object]
+
+        @jdc.pytree_dataclass
+        class Solver:
+            x: float
+            iters: jdc.Static[int] = 3
+        """,
+        "evaluated",
+    )
+    user.Holder(modes.Mode.A)  # This process now knows Mode as a good static type.
+    cloudpickle.register_pickle_by_value(user)
+    try:
+        (tmp_path / "solver.pkl").write_bytes(cloudpickle.dumps(user.Solver))
+    finally:
+        cloudpickle.unregister_pickle_by_value(user)
+    load = "import pickle, sys\nprint(pickle.loads(open(sys.argv[1], 'rb').read())(1.0, 4))"
+    assert (
+        run_python(["-c", load, str(tmp_path / "solver.pkl")]).strip() == "Solver(x=1.0, iters=4)"
+    )
 
 
 # -- the design note is in the repository ------------------------------------------------
