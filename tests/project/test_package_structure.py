@@ -282,31 +282,35 @@ def test_private_apis_are_the_design_notes_list() -> None:
 
 # Each planted into a copy of the package: (module, code appended, what must report it).
 PLANTED = {
-    "relative import of a higher layer": ("_codegen", "from ._builder import adopt", "layer"),
-    "relative import out of the package": ("_codegen", "from .. import something", "layer"),
-    "the package itself, inside it": ("_record", "import jax_dataclasses", "layer"),
+    "relative import of a higher layer": ("_core.codegen", "from ._builder import adopt", "layer"),
+    "relative import out of the package": ("_core.codegen", "from .. import something", "layer"),
+    "the package itself, inside it": ("_core.record", "import jax_dataclasses", "layer"),
     "a module imported by name": (
-        "_codegen",
-        "import importlib\n_late = importlib.import_module('jax_dataclasses._builder')",
+        "_core.codegen",
+        "import importlib\n_late = importlib.import_module('jax_dataclasses._core.builder')",
         "layer",
     ),
-    "a class-level set": ("_frozen", "class _Seen:\n    objects = set()", "state"),
+    "a class-level set": ("_core.frozen", "class _Seen:\n    objects = set()", "state"),
     "an lru_cache": (
         "_tree_api",
         "import functools\n@functools.lru_cache\ndef _cached(x):\n    return x",
         "state",
     ),
-    "a mutable default argument": ("_printing", "def _collect(into=[]):\n    return into", "state"),
-    "a thread-local": ("_codegen", "import threading\n_local = threading.local()", "state"),
+    "a mutable default argument": (
+        "_core.printing",
+        "def _collect(into=[]):\n    return into",
+        "state",
+    ),
+    "a thread-local": ("_core.codegen", "import threading\n_local = threading.local()", "state"),
     "warnings filtered at import": (
-        "_static_values",
+        "_core.static_values",
         "import warnings\nwarnings.filterwarnings('ignore')",
         "writes",
     ),
-    "sys.path changed": ("_codegen", "sys.path.append('elsewhere')", "writes"),
+    "sys.path changed": ("_core.codegen", "sys.path.append('elsewhere')", "writes"),
     "a private module imported": ("_tree_api", "from jax._src import core", "private"),
     "a private attribute of a module": (
-        "_builder",
+        "_core.builder",
         "_MISSING = dataclasses._MISSING_TYPE",
         "private",
     ),

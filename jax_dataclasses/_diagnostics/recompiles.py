@@ -5,7 +5,7 @@ The wrapper runs each call with a `ContextVar` holding a list for the call, and 
 `jax.monitoring` listener, registered when the first function is wrapped, appends to that list
 when JAX traces, lowers or compiles during it: exactly the calls that cost a compilation, not
 those that only missed the dispatch cache (a NumPy array where a JAX array was, which traces
-nothing). Such a call is recorded (`_explain.record`: shapes, dtypes, shardings and static
+nothing). Such a call is recorded (`_diagnostics.explain.record`: shapes, dtypes, shardings and static
 values, never arrays) and compared with the nearest of the last `HISTORY` calls that compiled,
 and the differences go to `warnings` or `logging`. A call that reuses a compilation costs the
 context-variable set and reset.
@@ -24,7 +24,8 @@ from typing import Any, Literal, TypeGuard, TypeVar, cast
 
 import jax
 
-from jax_dataclasses._explain import (
+from jax_dataclasses._core.static_values import warn_at_user
+from jax_dataclasses._diagnostics.explain import (
     Call,
     JitDiff,
     Record,
@@ -34,7 +35,6 @@ from jax_dataclasses._explain import (
     static,
     text_of,
 )
-from jax_dataclasses._static_values import warn_at_user
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 Report = Literal["warn", "log"]

@@ -22,9 +22,9 @@ from typing import cast
 import numpy as np
 from jax import Array, core
 
-from jax_dataclasses._codegen import FILENAME_PREFIX
-from jax_dataclasses._forms import Mark
-from jax_dataclasses._record import Layout, layout_of
+from jax_dataclasses._core.codegen import FILENAME_PREFIX
+from jax_dataclasses._core.record import Layout, layout_of
+from jax_dataclasses._field_declarations.forms import Mark
 
 
 class StaticFieldWarning(UserWarning):
