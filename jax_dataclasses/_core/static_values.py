@@ -161,7 +161,7 @@ def check_static_value(cls: type, field: str, value: object) -> None:
 # frames (decoration, `__init_subclass__`), so a fixed `stacklevel` would often name a line of
 # this package, where the user cannot act on it and `warnings` filters by module cannot match.
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # Not _core/.
 
 
 def _ours(filename: str) -> bool:

@@ -413,7 +413,7 @@ def test_cloudpickle_instances_of_main_classes_load_in_a_fresh_process(tmp_path:
 def test_design_references_point_into_the_repository() -> None:
     assert (ROOT / "docs" / "design.md").is_file()
     for path in [
-        *ROOT.glob("jax_dataclasses/*.py"),
+        *ROOT.glob("jax_dataclasses/**/*.py"),
         *ROOT.glob("benchmarks/*"),
         ROOT / "README.md",
     ]:
