@@ -17,6 +17,7 @@ from jax_dataclasses._compat.enforced_annotations import (
     AnnotationMismatchError,
     EnforcedAnnotationsMixin,
 )
+from jax_dataclasses._compat.moved import install as _install_moved_modules
 from jax_dataclasses._copy_and_mutate import copy_and_mutate
 from jax_dataclasses._core.construct import DerivedFieldWarning
 from jax_dataclasses._core.printing import pformat, pprint
@@ -57,6 +58,7 @@ else:
     from jax_dataclasses._field_declarations.forms import Sharded, static_field
 
 _install_flax_hooks()
+_install_moved_modules()
 
 
 if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown names.
