@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec
 from types import MappingProxyType, ModuleType
 
@@ -49,13 +50,13 @@ MOVED = MappingProxyType(
 that moved the imports, /work/prompts/house_rewrite.py in the issue)."""
 
 
-class MovedModules:
+class MovedModules(MetaPathFinder, Loader):
     """The `sys.meta_path` finder of the old paths, and their loader: the module it creates is
     the one imported at the new path, left as it is (its name, spec and file stay the new
     ones)."""
 
     def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None, /
     ) -> ModuleSpec | None:
         new = MOVED.get(fullname)
         return None if new is None else ModuleSpec(fullname, self, loader_state=new)
