@@ -6,6 +6,6 @@ that defines a class, where names resolve as Python resolves them). Entry functi
 `reader.declare`.
 
 Dependency rule: nothing of the package outside this folder (docs/design.md §12 lists the
-exceptions still to remove). The folder is not named `_declarations`, the module it replaces,
+exceptions still to remove). The folder is not named _declarations, the module it replaces,
 so that the old path stays a plain alias (`_compat.moved`).
 """

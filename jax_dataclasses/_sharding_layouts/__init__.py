@@ -6,6 +6,6 @@ block), `checks` (checks and constraints of a tree's shardings). Entry functions
 `trees.partition_specs`, `checks.check_shardings`.
 
 Dependency rule: a feature; it uses `_core`, `_field_declarations` and the utilities. The
-folder is not named `_sharding`, the module it replaces, so that the old path stays a plain
+folder is not named _sharding, the module it replaces, so that the old path stays a plain
 alias (`_compat.moved`).
 """

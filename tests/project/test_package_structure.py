@@ -369,7 +369,11 @@ PLANTED = {
         "layer",
     ),
     "a feature importing another": ("_training", "from ._diagnostics import explain", "layer"),
-    "an old, moved path": ("_jit", "from jax_dataclasses._record import Layout", "layer"),
+    "an old, moved path": (
+        "_jit",
+        "from jax_dataclasses._record import Layout",  # house_rewrite: keep (the old path)
+        "layer",
+    ),
     "the package itself, inside it": ("_core.record", "import jax_dataclasses", "layer"),
     "a module imported by name": (
         "_core.codegen",
