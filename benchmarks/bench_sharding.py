@@ -22,7 +22,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 import jax_dataclasses as jdc
-from jax_dataclasses._sharding import class_declarations
+from jax_dataclasses._sharding_layouts.vocabulary import class_declarations
 
 RULES = {"embed": None, "mlp": "model"}
 

@@ -3,7 +3,7 @@ constructing, flattening and editing it) crosses from one of our modules into an
 
 A crossing is a call from a function of one module of the package into a function of another
 (calls into the standard library or JAX are not counted; generated code counts as
-`_codegen`'s). Fewer crossings mean a reader follows one flow in fewer files (issue 24).
+`_core.codegen`'s). Fewer crossings mean a reader follows one flow in fewer files (issue 24).
 Also the distinct lines of each module that decorating and constructing one class run, and
 those that every way into the class builder and every reader of its declarations run (what
 one reads to follow a class, issue 30).
@@ -30,9 +30,14 @@ PACKAGE = Path(jdc.__file__).resolve().parent
 def _module_of(frame: FrameType) -> str | None:
     filename = frame.f_code.co_filename
     if filename.startswith("<jax_dataclasses generated"):
-        return "_codegen (generated)"
+        return "_core.codegen (generated)"
     path = Path(filename)
-    return path.stem if path.parent == PACKAGE else None
+    return _dotted(path) if path.is_relative_to(PACKAGE) else None
+
+
+def _dotted(path: Path) -> str:
+    """A module's name inside the package: `_core.record`, `_jit`."""
+    return ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
 
 
 def crossings(action: Callable[[], Any]) -> tuple[int, Counter[tuple[str, str]]]:
@@ -60,7 +65,7 @@ def lines_run(action: Callable[[], Any]) -> dict[str, int]:
 
     def trace(frame: FrameType, event: str, arg: object) -> Any:
         module = _module_of(frame)
-        if module is None or module.startswith("_codegen ("):
+        if module is None or module.startswith("_core.codegen ("):
             return None
         lines.setdefault(module, set()).add(frame.f_lineno)
         return trace
@@ -127,7 +132,7 @@ def every_entry_point() -> None:
 
 
 def main() -> None:
-    modules = sorted(path.stem for path in PACKAGE.glob("*.py"))
+    modules = sorted(_dotted(path) for path in PACKAGE.glob("**/*.py"))
     print(f"{len(modules)} modules: {', '.join(modules)}")
     layer = decorate()
     instance = layer(jnp.ones(2))

@@ -2,9 +2,9 @@
 
 The copy has new dataclass objects and new containers, one for each key path, and shares the
 leaves (and static values) with the original. Permission to assign to the new dataclass
-objects is granted through `_frozen.mutable`, so it lives in a `ContextVar`: it holds only in
+objects is granted through `_core.frozen.mutable`, so it lives in a `ContextVar`: it holds only in
 the current thread or asyncio task, and only until the block ends. The module also exports
-1.6's private mutability API under its 1.6 names (`_frozen.Mutability`), where downstream
+1.6's private mutability API under its 1.6 names (`_core.frozen.Mutability`), where downstream
 libraries import it from.
 """
 
@@ -17,10 +17,10 @@ from typing import Any, TypeVar, cast
 
 from jax.tree_util import DictKey, SequenceKey
 
-from jax_dataclasses._frozen import Mutability as _Mutability
-from jax_dataclasses._frozen import assign_field, mutable
-from jax_dataclasses._frozen import mark_mutable as _mark_mutable
-from jax_dataclasses._record import Flatten, Layout, Unflatten, layout_of
+from jax_dataclasses._core.frozen import Mutability as _Mutability
+from jax_dataclasses._core.frozen import assign_field, mutable
+from jax_dataclasses._core.frozen import mark_mutable as _mark_mutable
+from jax_dataclasses._core.record import Flatten, Layout, Unflatten, layout_of
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,

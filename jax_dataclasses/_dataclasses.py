@@ -16,8 +16,8 @@ import sys
 import typing
 from typing import Any
 
-from jax_dataclasses._forms import LEGACY_STATIC_MARKER, Static
-from jax_dataclasses._scope import class_annotations
+from jax_dataclasses._field_declarations.forms import LEGACY_STATIC_MARKER, Static
+from jax_dataclasses._field_declarations.scope import class_annotations
 
 JDC_STATIC_MARKER = LEGACY_STATIC_MARKER
 

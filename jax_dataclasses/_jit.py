@@ -27,9 +27,9 @@ import jax
 from jax.stages import Lowered, Traced
 from typing_extensions import ParamSpec, Unpack
 
-from jax_dataclasses._declarations import Names, Pending, read
-from jax_dataclasses._forms import StaticAnnotationError
-from jax_dataclasses._scope import defining_scope, signature_of
+from jax_dataclasses._field_declarations.forms import StaticAnnotationError
+from jax_dataclasses._field_declarations.reader import Names, Pending, read
+from jax_dataclasses._field_declarations.scope import defining_scope, signature_of
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -212,7 +212,7 @@ def _jit_callable(
     jitted = _jax_jit(fn, static_argnums=tuple(argnums), static_argnames=tuple(argnames), **opts)
     if explain is None:
         return jitted
-    from jax_dataclasses._recompiles import explained  # Imported when first asked for.
+    from jax_dataclasses._diagnostics.recompiles import explained  # Imported when first asked for.
 
     return explained(jitted, explain, (argnums, argnames))
 

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, TypeAlias, TypeVar, cast
 
 import jax
 
-from jax_dataclasses._record import layout_of
+from jax_dataclasses._core.record import layout_of
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,

@@ -21,9 +21,9 @@ import numpy as np
 from jax import dtypes
 from jax.tree_util import SequenceKey
 
-from jax_dataclasses._printing import DEFINED_AGAIN, array_summary
-from jax_dataclasses._record import Layout, layout_of
-from jax_dataclasses._static_values import check_static_value
+from jax_dataclasses._core.printing import DEFINED_AGAIN, array_summary
+from jax_dataclasses._core.record import Layout, layout_of
+from jax_dataclasses._core.static_values import check_static_value
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,

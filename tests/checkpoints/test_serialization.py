@@ -426,15 +426,15 @@ def test_sharding_and_export_are_imported_when_first_used() -> None:
         """
 import sys
 import jax_dataclasses as jdc
-sharding = ("_sharding", "_sharding_rules", "_sharded_trees", "_sharding_checks")
-lazy = {"jax_dataclasses._export", "jax_dataclasses._explain", "jax_dataclasses._recompiles"}
+sharding = ("_sharding_layouts.vocabulary", "_sharding_layouts.rules", "_sharding_layouts.trees", "_sharding_layouts.checks")
+lazy = {"jax_dataclasses._checkpoints.export", "jax_dataclasses._diagnostics.explain", "jax_dataclasses._diagnostics.recompiles"}
 lazy |= {f"jax_dataclasses.{name}" for name in sharding}
 assert not lazy & set(sys.modules)
 names = {"Sharded", "partition_specs", "sharding_rules", "register_export", "jit_diff"}
 assert names | {"explain_recompiles", "check_shardings"} <= set(dir(jdc))  # Tab completion.
 assert not lazy & set(sys.modules)  # Listed, not imported.
 from jax_dataclasses import partition_specs
-assert jdc.Sharded.__module__ == "jax_dataclasses._forms" and callable(jdc.register_export)
+assert jdc.Sharded.__module__ == "jax_dataclasses._field_declarations.forms" and callable(jdc.register_export)
 assert callable(jdc.jit_diff) and issubclass(jdc.RecompileWarning, UserWarning)
 assert callable(jdc.check_shardings)
 assert lazy <= set(sys.modules) and partition_specs is jdc.partition_specs

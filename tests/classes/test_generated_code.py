@@ -449,7 +449,7 @@ def test_a_class_pickled_by_value_carries_none_of_the_types_this_process_met(
 def test_design_references_point_into_the_repository() -> None:
     assert (ROOT / "docs" / "design.md").is_file()
     for path in [
-        *ROOT.glob("jax_dataclasses/*.py"),
+        *ROOT.glob("jax_dataclasses/**/*.py"),
         *ROOT.glob("benchmarks/*"),
         ROOT / "README.md",
     ]:

@@ -15,7 +15,7 @@ import pytest
 from helpers import define
 
 import jax_dataclasses as jdc
-from jax_dataclasses._enforced_annotations import AnnotationMismatchError
+from jax_dataclasses._compat.enforced_annotations import AnnotationMismatchError
 
 if TYPE_CHECKING:  # Names that exist only for type checkers: the mixin must not need them.
     from collections import OrderedDict

@@ -6,7 +6,7 @@ each rule is pinned where it is decided."""
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from jax_dataclasses._sharding_rules import AxisRules, Stacking, Wanted, parse_rules
+from jax_dataclasses._sharding_layouts.rules import AxisRules, Stacking, Wanted, parse_rules
 
 SIZES = (("data", 2), ("model", 4))
 FLAX_GUIDE = parse_rules([("batch", "data"), ("hidden", "model"), ("embed", None)])

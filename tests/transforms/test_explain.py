@@ -484,7 +484,7 @@ class TestReports:
 
         step = jdc.explain_recompiles(jax.jit(lambda x: x + 1))
         step(jnp.ones(1))
-        monkeypatch.setattr("jax_dataclasses._recompiles.record", broken)
+        monkeypatch.setattr("jax_dataclasses._diagnostics.recompiles.record", broken)
         with pytest.warns(jdc.RecompileWarning) as caught:
             assert step(jnp.ones(2)).tolist() == [2.0, 2.0]
         assert str(caught[0].message) == (

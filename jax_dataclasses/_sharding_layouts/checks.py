@@ -18,8 +18,15 @@ import jax
 from jax import core
 from jax.sharding import NamedSharding, PartitionSpec
 
-from jax_dataclasses._forms import AxisEntry, ShardingDeclarationError, is_entry
-from jax_dataclasses._sharded_trees import (
+from jax_dataclasses._field_declarations.forms import AxisEntry, ShardingDeclarationError, is_entry
+from jax_dataclasses._sharding_layouts.rules import (
+    AxisRules,
+    Wanted,
+    dims_of,
+    show_spec,
+    spec_from_dims,
+)
+from jax_dataclasses._sharding_layouts.trees import (
     Given,
     Leaf,
     Report,
@@ -29,13 +36,12 @@ from jax_dataclasses._sharded_trees import (
     resolve,
     summary,
 )
-from jax_dataclasses._sharding import (
+from jax_dataclasses._sharding_layouts.vocabulary import (
     REPLICATED,
     AnyMesh,
     Default,
     Rules,
 )
-from jax_dataclasses._sharding_rules import AxisRules, Wanted, dims_of, show_spec, spec_from_dims
 from jax_dataclasses._tree_api import path_text
 
 T = TypeVar("T")

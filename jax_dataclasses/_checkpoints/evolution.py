@@ -7,7 +7,7 @@ pytree dataclass in a checkpoint, `match` pairs the class's children with the ch
 entries: under its name, else under an earlier name it was `renamed` from; a child `added`
 since takes the target's value, or its default where the target is abstract (`added_value`);
 an entry `removed` since is dropped; anything else is a difference.
-flax restores (`_serialization`) match there; orbax restores go through `saved_layout`, which
+flax restores (`_checkpoints.serialization`) match there; orbax restores go through `saved_layout`, which
 turns a target into the layout the checkpoint was saved in (every difference, shapes and dtypes
 included, listed in one error before orbax reads anything), and `from_saved_layout`, which
 puts what was restored back into the target's classes.
@@ -22,9 +22,9 @@ from typing import Any, NamedTuple, TypeVar, cast
 import jax
 from jax.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
 
-from jax_dataclasses._declarations import Declaration
-from jax_dataclasses._forms import EVOLUTION_ATTR, NO_EVOLUTION, Evolution
-from jax_dataclasses._record import Layout, layout_of, recorded, saved_children_1_6
+from jax_dataclasses._core.record import Layout, layout_of, recorded, saved_children_1_6
+from jax_dataclasses._field_declarations.forms import EVOLUTION_ATTR, NO_EVOLUTION, Evolution
+from jax_dataclasses._field_declarations.reader import Declaration
 from jax_dataclasses._tree_api import (
     KeyPath,
     device_put,

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, TypeVar, cast, get_origin
 import jax.numpy as jnp
 import numpy as np
 
-from jax_dataclasses._record import Layout, layout_of
+from jax_dataclasses._core.record import Layout, layout_of
 
 T = TypeVar("T")
 FORMAT = 1

@@ -2,9 +2,9 @@
 
 `pytree_dataclass` reads top to bottom, like CPython's `dataclasses._process_class` and attrs'
 `_ClassBuilder`: check the class, let `dataclasses` collect its fields, declare every field
-(`_declarations`: the one reading of its annotations) and read how its checkpoints changed
-(`_evolution`), generate its functions and compile them once, install its methods once,
-register it with JAX (`_record.register`). Its record, the
+(`_field_declarations.reader`: the one reading of its annotations) and read how its checkpoints changed
+(`_checkpoints.evolution`), generate its functions and compile them once, install its methods once,
+register it with JAX (`_core.record.register`). Its record, the
 `Layout`, holds everything decided. The other entry points go through the same steps: an
 undecorated subclass (`adopt`, from the `__init_subclass__` every class gets), names not yet
 defined when the class was decorated (`_Deferral.settle`, at the first use), and a class
@@ -22,8 +22,9 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
-from jax_dataclasses._codegen import make_functions, take_code
-from jax_dataclasses._construct import (
+from jax_dataclasses._checkpoints.evolution import declared_evolution
+from jax_dataclasses._core.codegen import make_functions, take_code
+from jax_dataclasses._core.construct import (
     FAILED_ATTR,
     UNDECORATED_ATTR,
     abstract_methods,
@@ -35,19 +36,12 @@ from jax_dataclasses._construct import (
     undecorated_init,
     wrap_own_init,
 )
-from jax_dataclasses._declarations import (
-    Declaration,
-    Pending,
-    declare,
-)
-from jax_dataclasses._defaults import (
+from jax_dataclasses._core.defaults import (
     hide_array_defaults,
     refuse_numpy_defaults,
     restore_array_defaults,
 )
-from jax_dataclasses._evolution import declared_evolution
-from jax_dataclasses._forms import NO_EVOLUTION, Evolution, refuse_dropped_frozen
-from jax_dataclasses._frozen import (
+from jax_dataclasses._core.frozen import (
     MUTABILITY_ATTR,
     Mutability,
     frozen_delattr,
@@ -56,9 +50,27 @@ from jax_dataclasses._frozen import (
     slots_getstate,
     slots_setstate,
 )
-from jax_dataclasses._printing import repr_sources
-from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, recorded, register, tree_sources
-from jax_dataclasses._scope import Scope, class_scope, declaring_class, signature_of
+from jax_dataclasses._core.printing import repr_sources
+from jax_dataclasses._core.record import (
+    LAYOUT_ATTR,
+    Layout,
+    layout_of,
+    recorded,
+    register,
+    tree_sources,
+)
+from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution, refuse_dropped_frozen
+from jax_dataclasses._field_declarations.reader import (
+    Declaration,
+    Pending,
+    declare,
+)
+from jax_dataclasses._field_declarations.scope import (
+    Scope,
+    class_scope,
+    declaring_class,
+    signature_of,
+)
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
 _OPTIONS: Mapping[str, bool] = MappingProxyType(

@@ -1,10 +1,10 @@
 """The trees of shardings that `Sharded` declarations describe (docs/design.md §16): the walk
-that the checks and constraints (`_sharding_checks`) use too, and the rules context.
+that the checks and constraints (`_sharding_layouts.checks`) use too, and the rules context.
 
 `partition_specs`, `shardings`, `sharded_shapes`, `check_shardings` and `constrain_shardings`
 walk any pytree holding pytree dataclasses (a model, an optimizer state whose moments copy it,
 an abstract tree from `jax.eval_shape`) and give each leaf the spec its declaration asks for,
-through the rules (`_sharding_rules.AxisRules`, which knows nothing of trees). The walk decides
+through the rules (`_sharding_layouts.rules.AxisRules`, which knows nothing of trees). The walk decides
 what a declaration means by what its field holds: arrays get the declared axes; a pytree
 dataclass gets them as leading axes of every array inside it (layers stacked by `vmap`, one
 slice each for `scan`), in front of its own fields' declarations, so that the class still
@@ -26,23 +26,23 @@ from typing import Any, NamedTuple, TypeAlias, cast, overload
 import jax
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec
 
-from jax_dataclasses._forms import ShardingDeclarationError
-from jax_dataclasses._printing import array_summary
-from jax_dataclasses._record import recorded
-from jax_dataclasses._sharding import (
+from jax_dataclasses._core.printing import array_summary
+from jax_dataclasses._core.record import recorded
+from jax_dataclasses._field_declarations.forms import ShardingDeclarationError
+from jax_dataclasses._sharding_layouts.rules import (
+    AxisRules,
+    Fit,
+    Stacking,
+    Wanted,
+    parse_rules,
+)
+from jax_dataclasses._sharding_layouts.vocabulary import (
     REPLICATED,
     AnyMesh,
     Default,
     FieldAxes,
     Rules,
     class_declarations,
-)
-from jax_dataclasses._sharding_rules import (
-    AxisRules,
-    Fit,
-    Stacking,
-    Wanted,
-    parse_rules,
 )
 from jax_dataclasses._tree_api import (
     KeyPath,

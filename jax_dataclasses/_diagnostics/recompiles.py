@@ -5,7 +5,7 @@ The wrapper runs each call with a `ContextVar` holding a list for the call, and 
 `jax.monitoring` listener, registered when the first function is wrapped, appends to that list
 when JAX traces, lowers or compiles during it: exactly the calls that cost a compilation, not
 those that only missed the dispatch cache (a NumPy array where a JAX array was, which traces
-nothing). Such a call is recorded (`_explain.record`: shapes, dtypes, shardings and static
+nothing). Such a call is recorded (`_diagnostics.explain.record`: shapes, dtypes, shardings and static
 values, never arrays, and JAX's tracing context) and compared with the nearest of the last
 `HISTORY` signatures, and the differences go to `warnings` or `logging`. A call that adds an
 entry to the jitted function's dispatch cache without compiling, and the first call, are
@@ -31,7 +31,8 @@ import jax
 from jax._src import config as _config
 from jax._src import source_info_util
 
-from jax_dataclasses._explain import (
+from jax_dataclasses._core.static_values import warn_at_user
+from jax_dataclasses._diagnostics.explain import (
     Comparison,
     JitDiff,
     Record,
@@ -41,7 +42,6 @@ from jax_dataclasses._explain import (
     static,
     text_of,
 )
-from jax_dataclasses._static_values import warn_at_user
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 Report = Literal["warn", "log"]

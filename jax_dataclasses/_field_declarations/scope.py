@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any
 
-from jax_dataclasses._codegen import module_globals
+from jax_dataclasses._core.codegen import module_globals
 
 Namespaces = tuple[Mapping[str, Any], ...]
 _BUILTINS: Mapping[str, Any] = vars(builtins)

@@ -2,13 +2,13 @@
 `Sharded` declarations as the class stores them.
 
 A field declares how its array is laid out over a device mesh in its annotation, as `Static`
-declares a static field: `w: jdc.Sharded[jax.Array, "embed", "mlp"]` (`_forms.Sharded`), one
+declares a static field: `w: jdc.Sharded[jax.Array, "embed", "mlp"]` (`_field_declarations.forms.Sharded`), one
 logical axis name (or None, or a tuple of names) per dimension; on a field holding a pytree
 dataclass, the axes that stack its layers. The declarations are read with every other
-declaration of the class, once, by the package's one reader (`_declarations`), and stored with
+declaration of the class, once, by the package's one reader (`_field_declarations.reader`), and stored with
 the class: `class_declarations` reads them from there. The trees made from them
-(`partition_specs`, `shardings`, ...) are in `_sharded_trees`, the rules that turn logical
-names into mesh axes in `_sharding_rules`, the checks and constraints in `_sharding_checks`
+(`partition_specs`, `shardings`, ...) are in `_sharding_layouts.trees`, the rules that turn logical
+names into mesh axes in `_sharding_layouts.rules`, the checks and constraints in `_sharding_layouts.checks`
 (docs/design.md §16).
 """
 
@@ -20,8 +20,8 @@ from typing import Any, TypeAlias, cast
 
 from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
-from jax_dataclasses._forms import AxisEntry
-from jax_dataclasses._record import Layout, layout_of
+from jax_dataclasses._core.record import Layout, layout_of
+from jax_dataclasses._field_declarations.forms import AxisEntry
 from jax_dataclasses._tree_api import KeyPath
 
 AnyMesh: TypeAlias = Mesh | AbstractMesh

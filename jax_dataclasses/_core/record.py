@@ -5,13 +5,13 @@ Every class is a keyed Python node with generated functions: flatten reads the f
 is cached on instances, so it cannot go stale), and unflatten creates the object with
 `object.__new__` and sets the fields, so it never runs `__init__` or `__post_init__` (JAX's
 C++ dataclass node would call the class, and with it any wrapper a later decorator puts on
-`__init__`). The class builder (`_builder`) makes the record and is the only caller of
+`__init__`). The class builder (`_core.builder`) makes the record and is the only caller of
 `register`; every other feature reads the record (`layout_of`), never the annotations.
 
 A class can be registered again while it is created (adopted by its base's
 `__init_subclass__`, then decorated; rebuilt by cloudpickle; built again once its pending
 names are decided): JAX keeps the functions it was first given, so those take the new
-layout's code in place (`_codegen.take_code`).
+layout's code in place (`_core.codegen.take_code`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any, cast
 
 from jax import tree_util
 
-from jax_dataclasses._codegen import FunctionSource, take_code
-from jax_dataclasses._declarations import Declaration
-from jax_dataclasses._forms import NO_EVOLUTION, Evolution
+from jax_dataclasses._core.codegen import FunctionSource, take_code
+from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution
+from jax_dataclasses._field_declarations.reader import Declaration
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
 Unflatten = Callable[[Any, Any], Any]

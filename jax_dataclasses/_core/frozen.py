@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
-from jax_dataclasses._codegen import FILENAME_PREFIX
-from jax_dataclasses._construct import is_constructing, is_initvar, raise_unregistered
-from jax_dataclasses._record import layout_of
+from jax_dataclasses._core.codegen import FILENAME_PREFIX
+from jax_dataclasses._core.construct import is_constructing, is_initvar, raise_unregistered
+from jax_dataclasses._core.record import layout_of
 from jax_dataclasses._tree_api import flatten_one_level
 from jax_dataclasses._validate import check_field
 

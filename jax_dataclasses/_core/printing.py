@@ -23,8 +23,8 @@ import numpy as np
 from jax import Array, core
 from jax.sharding import NamedSharding
 
-from jax_dataclasses._codegen import FILENAME_PREFIX, FunctionSource
-from jax_dataclasses._record import layout_of
+from jax_dataclasses._core.codegen import FILENAME_PREFIX, FunctionSource
+from jax_dataclasses._core.record import layout_of
 
 SMALL_ARRAY = 8
 """Arrays with at most this many elements print their values (when they have values)."""

@@ -72,7 +72,7 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
         elif source.annotations is not None:
             function.__annotations__ = source.annotations
     # A class compiled again (adopted, then decorated) replaces its entry: the functions of
-    # the first compile take the new code (`_record.register`).
+    # the first compile take the new code (`_core.record.register`).
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     return {source.name: function for source, function in zip(sources, functions, strict=True)}
 

@@ -16,7 +16,7 @@ from typing import cast
 import numpy as np
 from jax import Array
 
-from jax_dataclasses._scope import class_annotations
+from jax_dataclasses._field_declarations.scope import class_annotations
 
 
 class _HiddenDefault:

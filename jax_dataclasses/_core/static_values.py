@@ -23,9 +23,9 @@ from typing import cast
 import numpy as np
 from jax import Array, core
 
-from jax_dataclasses._codegen import FILENAME_PREFIX
-from jax_dataclasses._forms import Mark
-from jax_dataclasses._record import Layout, layout_of
+from jax_dataclasses._core.codegen import FILENAME_PREFIX
+from jax_dataclasses._core.record import Layout, layout_of
+from jax_dataclasses._field_declarations.forms import Mark
 
 
 class StaticFieldWarning(UserWarning):
@@ -178,7 +178,7 @@ def check_static_value(cls: type, field: str, value: object) -> None:
 # frames (decoration, `__init_subclass__`), so a fixed `stacklevel` would often name a line of
 # this package, where the user cannot act on it and `warnings` filters by module cannot match.
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # Not _core/.
 
 
 def _ours(filename: str) -> bool:

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Any, NoReturn, cast
 
-from jax_dataclasses._codegen import AnnotationsOf, FunctionSource
-from jax_dataclasses._record import LAYOUT_ATTR, Layout, layout_of, recorded
-from jax_dataclasses._scope import class_annotations, is_classvar
-from jax_dataclasses._static_values import OK_TYPES, check_static_value, warn_once
+from jax_dataclasses._core.codegen import AnnotationsOf, FunctionSource
+from jax_dataclasses._core.record import LAYOUT_ATTR, Layout, layout_of, recorded
+from jax_dataclasses._core.static_values import OK_TYPES, check_static_value, warn_once
+from jax_dataclasses._field_declarations.scope import class_annotations, is_classvar
 
 # -- permission to assign while constructing ------------------------------------------------
 

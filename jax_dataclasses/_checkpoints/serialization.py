@@ -5,12 +5,12 @@ Flax finds a type's handlers in its own registry, keyed by exact type, so each c
 registered there. `import jax_dataclasses` must not import flax, so registration waits until
 `flax.serialization` is imported: if it already is, now; otherwise a meta path finder wraps
 that one module's loader and registers right after the module has run. From then on each new
-class is registered as it is created (`_record.on_register`). Without flax nothing happens.
+class is registered as it is created (`_core.record.on_register`). Without flax nothing happens.
 
 State dicts hold children under their field names; static fields are not stored and are taken
 from the target on restore. Restoring rebuilds the object through its pytree unflatten, so
 `__init__`/`__post_init__` never see the raw restored values. A restore pairs each class's
-children with the state's entries as the class's `Evolution` declares (`_evolution.match`),
+children with the state's entries as the class's `Evolution` declares (`_checkpoints.evolution.match`),
 and reports every entry that does not fit below the class restored, in one error.
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 from jax import Array
 from jax.tree_util import GetAttrKey
 
-from jax_dataclasses._evolution import (
+from jax_dataclasses._checkpoints.evolution import (
     IN_STATE,
     UNKNOWN_HOLDER,
     Match,
@@ -41,8 +41,8 @@ from jax_dataclasses._evolution import (
     match,
     names,
 )
-from jax_dataclasses._forms import EVOLUTION_ATTR
-from jax_dataclasses._record import Layout, layout_of, on_register, saved_children_1_6
+from jax_dataclasses._core.record import Layout, layout_of, on_register, saved_children_1_6
+from jax_dataclasses._field_declarations.forms import EVOLUTION_ATTR
 from jax_dataclasses._tree_api import (
     KeyPath,
     is_node,
@@ -234,7 +234,7 @@ def _restored(
 
 
 def _fit(layout: Layout, state: Mapping[str, object], where: str) -> tuple[Match, str | None]:
-    """How a state dict's keys pair with the class's children (`_evolution.match`), and what
+    """How a state dict's keys pair with the class's children (`_checkpoints.evolution.match`), and what
     does not fit, as one message (None: it fits)."""
     found = match(layout, [str(key) for key in state])
     fields = getattr(layout.cls, "__dataclass_fields__")  # noqa: B009
@@ -505,7 +505,7 @@ def _positions_1_6(layout: Layout) -> tuple[str, ...]:
 
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
-    """The fields 1.6 saved, in field order (`_record.saved_children_1_6`)."""
+    """The fields 1.6 saved, in field order (`_core.record.saved_children_1_6`)."""
     current = layout_of(layout.cls) or layout
     return saved_children_1_6(layout.cls, current.declarations)
 

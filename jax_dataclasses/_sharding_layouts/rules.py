@@ -3,7 +3,7 @@
 `AxisRules(rules, sizes).fit(wanted, shape)` answers, for one array, what every sharding
 function asks: given the logical axes that its declaration names (after those of the fields
 that stack it) and its shape, which mesh axes shard each dimension, or what is wrong, each
-problem with its fix. It knows nothing of trees or classes: the tree walk (`_sharded_trees`)
+problem with its fix. It knows nothing of trees or classes: the tree walk (`_sharding_layouts.trees`)
 applies it to each leaf and says where the leaf is, so these rules are tested without trees.
 Logical names go through the rules as flax's `logical_to_mesh_axes` takes them.
 """
@@ -18,8 +18,8 @@ from typing import NamedTuple, TypeAlias, cast
 
 from jax.sharding import AbstractMesh, Mesh, PartitionSpec
 
-from jax_dataclasses._forms import AxisEntry, is_entry
-from jax_dataclasses._sharding import (
+from jax_dataclasses._field_declarations.forms import AxisEntry, is_entry
+from jax_dataclasses._sharding_layouts.vocabulary import (
     REPLICATED,
 )
 

@@ -8,8 +8,8 @@ weak references, so that a record keeps nothing alive). Two records compare into
 differences, named in the package's terms (`.layers[2].n_heads: 8 → 4`), each static value
 that can never hit the cache with its fix (an identity-hashed object, a function made per call,
 NaN, an array). A static value's own judgement (unhashable, identity-hashed, an array) is
-`_static_values.value_problem`, the one construction uses; comparing two values adds what only
-a comparison shows (a function made anew, NaN). `_recompiles` records calls with these.
+`_core.static_values.value_problem`, the one construction uses; comparing two values adds what only
+a comparison shows (a function made anew, NaN). `_diagnostics.recompiles` records calls with these.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import jax
 import numpy as np
 from jax import core, dtypes
 
-from jax_dataclasses._printing import DEFINED_AGAIN, array_summary, device_ids
-from jax_dataclasses._record import layout_of
-from jax_dataclasses._static_values import value_problem
+from jax_dataclasses._core.printing import DEFINED_AGAIN, array_summary, device_ids
+from jax_dataclasses._core.record import layout_of
+from jax_dataclasses._core.static_values import value_problem
 from jax_dataclasses._tree_api import flatten_one_level, keyed_level, keystr, type_of
 
 

@@ -27,7 +27,7 @@ from typing import Any, Literal, NamedTuple, NoReturn, cast
 
 import typing_extensions
 
-from jax_dataclasses._forms import (
+from jax_dataclasses._field_declarations.forms import (
     FROZEN_MARKER,
     LEGACY_STATIC_MARKER,
     STATIC_MARKER,
@@ -40,7 +40,7 @@ from jax_dataclasses._forms import (
     axes_of,
     metadata_mark,
 )
-from jax_dataclasses._scope import Namespaces, Scope
+from jax_dataclasses._field_declarations.scope import Namespaces, Scope
 
 # -- what one field declares ----------------------------------------------------------------
 

@@ -5,7 +5,7 @@ in `__post_init__`, that is when a user constructs an instance, never when JAX r
 unflattening (inside `vmap`, `jacfwd`, `jit`), where leaves may be batched or abstract. So
 `get_batch_axes()` recomputes the batch axes from the fields instead of storing them.
 
-The shape and dtype come from each child field's declaration (`_declarations`: the metadata of
+The shape and dtype come from each child field's declaration (`_field_declarations.reader`: the metadata of
 its `Annotated[...]` annotation, read once with the class's other declarations; a name defined
 after the class is read at its first use), turned into checks at the first construction of
 each class. Like 1.x, a field whose type cannot be resolved (a name imported under
@@ -21,14 +21,14 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from jax_dataclasses._declarations import (
+from jax_dataclasses._core.record import layout_of
+from jax_dataclasses._core.static_values import warn_at_user
+from jax_dataclasses._field_declarations.reader import (
     Declaration,
     Unreadable,
     declare,
 )
-from jax_dataclasses._record import layout_of
-from jax_dataclasses._scope import declaring_class, module_scope
-from jax_dataclasses._static_values import warn_at_user
+from jax_dataclasses._field_declarations.scope import declaring_class, module_scope
 from jax_dataclasses._validate import PYTHON_SCALARS
 
 Shape = tuple[int, ...]

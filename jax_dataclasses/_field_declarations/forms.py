@@ -3,7 +3,7 @@ metadata marks), `Sharded[T, *axes]` and `Frozen[T]`; on a class, `Evolution` (h
 checkpoints changed); and the errors that name a misused one.
 
 Each field form is an `Annotated` form (a type to checkers), whose metadata object is what the
-one reader (`_declarations`) looks for: `STATIC_MARKER` (which compares equal to 1.6's marker
+one reader (`_field_declarations.reader`) looks for: `STATIC_MARKER` (which compares equal to 1.6's marker
 string, so 1.6 code reading `__metadata__` still finds it), `Axes` and `FROZEN_MARKER`. The
 class builder reads a class's `Evolution` once, when it builds the class.
 """

@@ -1,0 +1,8 @@
+"""Diagnostics: why `jit` compiled again.
+
+Modules: `explain` (`jit_diff`: the difference of two calls' arguments), `recompiles`
+(`explain_recompiles`: reports made from the compilations JAX made). Entry functions:
+`explain.jit_diff`, `recompiles.explain_recompiles`.
+
+Dependency rule: a feature; it uses `_core`, `_field_declarations` and the utilities.
+"""
