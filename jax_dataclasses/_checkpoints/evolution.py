@@ -22,9 +22,8 @@ from typing import Any, NamedTuple, TypeVar, cast
 import jax
 from jax.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
 
-from jax_dataclasses._core.record import Layout, layout_of, recorded, saved_children_1_6
-from jax_dataclasses._field_declarations.forms import EVOLUTION_ATTR, NO_EVOLUTION, Evolution
-from jax_dataclasses._field_declarations.reader import Declaration
+from jax_dataclasses._core.record import Layout, layout_of
+from jax_dataclasses._field_declarations.evolution import names
 from jax_dataclasses._tree_api import (
     KeyPath,
     device_put,
@@ -45,78 +44,6 @@ FIX = (
     "checkpoint was written"
 )
 """The fix every difference between a checkpoint and a target shares."""
-
-# -- the declaration, read once when a class is built -------------------------------------------
-
-
-def declared_evolution(cls: type, declarations: tuple[Declaration, ...]) -> Evolution:
-    """The `Evolution` of `cls`: its registered bases' and its own `__jdc_evolution__`, checked
-    against its fields. Called by the class builder only, when it builds the class (and again
-    once pending names are decided: a field may have become static)."""
-    evolution = NO_EVOLUTION
-    for base in reversed(cls.__mro__[1:]):
-        layout = recorded(base)  # Not a use of the base: its pending names may wait.
-        if layout is not None:
-            evolution = evolution | layout.evolution
-    own: object = cls.__dict__.get(EVOLUTION_ATTR)
-    if own is not None:
-        if not isinstance(own, Evolution):
-            raise TypeError(
-                f"{EVOLUTION_ATTR} of {cls.__qualname__} is {own!r}, not a jdc.Evolution: write "
-                f"{EVOLUTION_ATTR} = jdc.Evolution(added=[...], renamed={{...}}, removed=[...])."
-            )
-        evolution = evolution | own
-    if evolution:
-        _check(cls, evolution, {d.name: d for d in declarations})
-    return evolution
-
-
-def _check(cls: type, evolution: Evolution, declared: Mapping[str, Declaration]) -> None:
-    """A `TypeError` naming the class and field for a declaration that cannot hold."""
-    name = cls.__qualname__
-    fields: Mapping[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
-    problems: list[str] = []
-    for field in (*evolution.added, *evolution.renamed):
-        if field not in declared:
-            problems.append(f"{field!r} is declared added or renamed, but is not a field of {name}")
-        elif declared[field].static is not None:
-            problems.append(
-                f"field {field!r} of {name} is static: static fields are not saved in "
-                "checkpoints, so it has nothing to declare (the target gives its value)"
-            )
-    for field in evolution.added:
-        f = fields.get(field)
-        no_default = dataclasses.MISSING
-        if f is not None and f.default is no_default and f.default_factory is no_default:
-            problems.append(f"field {field!r} of {name} is declared added, but has no default")
-    earlier = [old for olds in evolution.renamed.values() for old in olds]
-    for old in sorted({*earlier, *evolution.removed}):
-        if old in declared and declared[old].static is None:  # A static field is never saved.
-            kind = "removed" if old in evolution.removed else "an earlier name"
-            problems.append(
-                f"{old!r} is declared {kind}, but is a field of {name}: a checkpoint's entry "
-                "of that name could then mean either"
-            )
-        elif earlier.count(old) + evolution.removed.count(old) > 1:
-            problems.append(
-                f"{old!r} is declared more than once for {name} (an earlier name of several "
-                "fields, or also removed)"
-            )
-    if evolution.v1_6_order is not None:
-        saved = [n for n in saved_children_1_6(cls, declared.values()) if n not in evolution.added]
-        order = evolution.v1_6_order
-        if sorted(order) != sorted(saved):
-            problems.append(
-                f"v1_6_order {order!r} of {name} is not an order of the fields 1.6 saved "
-                f"({names(saved)}: those `__init__` takes, less the static and added ones)"
-            )
-    if problems:
-        raise TypeError(
-            f"the {EVOLUTION_ATTR} of {name} cannot hold: {'; '.join(problems)}. Declare only "
-            "what changed: fields added (with a default), renamed (new name: earlier name) and "
-            "removed (names that are no longer fields)."
-        )
-
 
 # -- one class in a checkpoint -----------------------------------------------------------------
 
@@ -256,10 +183,6 @@ def _fitted(value: Any, leaf: Any, where: str) -> Any:
     fitted = numpy.broadcast_to(array if same else array.astype(dtype), shape)
     sharding = getattr(leaf, "sharding", None)
     return fitted if sharding is None else device_put(fitted, sharding)
-
-
-def names(items: Sequence[object]) -> str:
-    return ", ".join(repr(item) for item in items)
 
 
 # -- orbax: the layout a checkpoint was saved in, and back -------------------------------------

@@ -39,9 +39,9 @@ from jax_dataclasses._checkpoints.evolution import (
     entries_of,
     is_state,
     match,
-    names,
 )
-from jax_dataclasses._core.record import Layout, layout_of, on_register, saved_children_1_6
+from jax_dataclasses._core.record import Layout, layout_of, on_register
+from jax_dataclasses._field_declarations.evolution import names, saved_children_1_6
 from jax_dataclasses._field_declarations.forms import EVOLUTION_ATTR
 from jax_dataclasses._tree_api import (
     KeyPath,
@@ -505,7 +505,7 @@ def _positions_1_6(layout: Layout) -> tuple[str, ...]:
 
 
 def saved_by_1_6(layout: Layout) -> tuple[str, ...]:
-    """The fields 1.6 saved, in field order (`_core.record.saved_children_1_6`)."""
+    """The fields 1.6 saved, in field order (`_field_declarations.evolution.saved_children_1_6`)."""
     current = layout_of(layout.cls) or layout
     return saved_children_1_6(layout.cls, current.declarations)
 

@@ -19,10 +19,8 @@ import dataclasses
 import inspect
 import threading
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
 from typing import Any, cast
 
-from jax_dataclasses._checkpoints.evolution import declared_evolution
 from jax_dataclasses._core.codegen import make_functions, take_code
 from jax_dataclasses._core.construct import (
     FAILED_ATTR,
@@ -50,15 +48,23 @@ from jax_dataclasses._core.frozen import (
     slots_getstate,
     slots_setstate,
 )
+from jax_dataclasses._core.options import (
+    OPTIONS,
+    checked_options,
+    dataclass_options,
+    record_options,
+)
 from jax_dataclasses._core.printing import repr_sources
 from jax_dataclasses._core.record import (
     LAYOUT_ATTR,
     Layout,
+    inherited_evolution,
     layout_of,
     recorded,
     register,
     tree_sources,
 )
+from jax_dataclasses._field_declarations.evolution import declared_evolution
 from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution, refuse_dropped_frozen
 from jax_dataclasses._field_declarations.reader import (
     Declaration,
@@ -73,21 +79,6 @@ from jax_dataclasses._field_declarations.scope import (
 )
 
 _RESERVED_PREFIX = "__jdc_"  # The generated code's helpers.
-_OPTIONS: Mapping[str, bool] = MappingProxyType(
-    {
-        # `dataclasses.dataclass`'s keywords and defaults (a test compares them on each Python).
-        "init": True,
-        "repr": True,
-        "eq": True,
-        "order": False,
-        "unsafe_hash": False,
-        "frozen": True,
-        "match_args": True,
-        "kw_only": False,
-        "slots": False,
-        "weakref_slot": False,
-    }
-)
 
 
 def pytree_dataclass(cls: type | None = None, /, **options: bool) -> Any:
@@ -128,7 +119,7 @@ def pytree_dataclass(cls: type | None = None, /, **options: bool) -> Any:
         >>> jax.jit(lambda p: p.position + p.mass)(p)
         Array([1., 1., 1.], dtype=float32)
     """
-    checked = _checked_options(options)
+    checked = checked_options(options)
 
     def wrap(target: type) -> type:
         return _decorate(target, checked)
@@ -136,25 +127,9 @@ def pytree_dataclass(cls: type | None = None, /, **options: bool) -> Any:
     return wrap if cls is None else wrap(cls)
 
 
-def _checked_options(options: Mapping[str, object]) -> dict[str, bool]:
-    """`dataclasses.dataclass`'s options with its defaults, `options` among them; refused:
-    another keyword, and `frozen=False`."""
-    unknown = sorted(options.keys() - _OPTIONS.keys())
-    if unknown:
-        raise TypeError(f"pytree_dataclass() got an unexpected keyword argument {unknown[0]!r}")
-    checked = {**_OPTIONS, **cast("Mapping[str, bool]", options)}
-    if checked["frozen"] is not True:
-        raise TypeError(
-            "pytree_dataclass(frozen=False) is not supported: instances are always frozen, "
-            "because JAX may share and cache them. Edit a copy with jdc.copy_and_mutate(obj) "
-            "or jdc.replace(obj, ...)."
-        )
-    return checked
-
-
 pytree_dataclass.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # For help() and IDEs at run time.
     [inspect.Parameter("cls", inspect.Parameter.POSITIONAL_ONLY, default=None)]
-    + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in _OPTIONS.items()]
+    + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d in OPTIONS.items()]
 )
 
 
@@ -172,7 +147,7 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
     if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `adopt` before this decorator ran.
         own_init = getattr(own_init, UNDECORATED_ATTR)
     own_doc = cls.__doc__ is not None
-    cls = _run_dataclasses(cls, _dataclass_options(cls, options), own_doc)
+    cls = _run_dataclasses(cls, dataclass_options(cls, options), own_doc)
     all_fields = dataclasses.fields(cls)
     for f in all_fields:
         if f.name.startswith(_RESERVED_PREFIX):
@@ -185,7 +160,7 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
                 f"(self.{f.name} = jnp.asarray(self.{f.name}))."
             )
     declarations, pending, inherited = _declare(cls, all_fields)
-    evolution = declared_evolution(cls, declarations)
+    evolution = declared_evolution(cls, declarations, inherited_evolution(cls))
 
     methods: dict[str, object] = {
         "__setattr__": frozen_setattr,
@@ -219,7 +194,7 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
     abstract = abstract_methods(cls)
     if abstract:  # Refused at construction, as an `abc.ABC` is (`object.__new__` checks).
         methods["__abstractmethods__"] = abstract
-    _record_options(cls, options)
+    record_options(cls, options)
     deferral = _Deferral.of(cls, pending, inherited)
     generate_repr = options["repr"] and not own_repr
     layout, functions = _compile(
@@ -351,7 +326,9 @@ class _Deferral:
             if layout is None or not layout.pending:  # Decided by another thread.
                 return
             declarations = tuple(self._decide(d) for d in layout.declarations)
-            evolution = declared_evolution(self.cls, declarations)  # Checked as decided.
+            evolution = declared_evolution(  # Checked as decided.
+                self.cls, declarations, inherited_evolution(self.cls)
+            )
             init = layout.init
             rebuilt, _ = _compile(self.cls, declarations, None, init is not None, evolution)
             rebuilt.built = layout.built  # What an automatic build changed stays its record.
@@ -410,7 +387,7 @@ def _subclass_hook(cls: type) -> classmethod[Any, Any, None]:
     def __init_subclass__(sub: type, /, **kwargs: Any) -> None:
         nearest = _nearest_decorated_base(sub) is cls
         automatic = nearest and _makes_pytree_subclasses(sub)
-        options = {name: kwargs.pop(name) for name in _OPTIONS if automatic and name in kwargs}
+        options = {name: kwargs.pop(name) for name in OPTIONS if automatic and name in kwargs}
         if own is not None:
             own.__func__(sub, **kwargs)
         else:
@@ -454,7 +431,7 @@ def _build_automatically(sub: type, options: dict[str, object]) -> None:
                 f"as class keywords (class {base.__name__}(..., kw_only=True))."
             ) from failed
     try:
-        _decorate(sub, _checked_options(options), automatic=True)
+        _decorate(sub, checked_options(options), automatic=True)
     except _NeedsOptions as needs:  # The class is as it was (`_decorate` took its work back).
         own = sub.__dict__.get("__init__")
         _install(sub, {"__init__": failed_init(sub, needs.error, own)})
@@ -590,38 +567,3 @@ def _check_decoratable(cls: object) -> type:
                 "instances frozen. Remove it; use jdc.copy_and_mutate to edit copies."
             )
     return cls
-
-
-def _dataclass_options(cls: type, options: dict[str, bool]) -> dict[str, bool]:
-    """The arguments for `dataclasses.dataclass`, which makes what we do not (`eq`, `order`,
-    the hash, slots, `match_args`): not our `__init__`, `__repr__`, `__setattr__` and
-    `__delattr__`, so `init`, `repr` and `frozen` are what `_record_options` records after."""
-    explicit_hash = "__hash__" in cls.__dict__ and not (
-        cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__
-    )
-    # Frozen to `dataclasses` where a base is a frozen dataclass (it refuses to mix frozen and
-    # not); never where a base is a non-frozen one (likewise): our `__setattr__` freezes.
-    bases = _frozen_bases(cls)
-    frozen = bool(bases) and all(bases)
-    # Hash like a frozen dataclass (by fields) unless the class brings its own.
-    unsafe_hash = options["unsafe_hash"] or (options["eq"] and not explicit_hash)
-    return dict(options, init=False, frozen=frozen, unsafe_hash=unsafe_hash, repr=False)
-
-
-def _record_options(cls: type, options: dict[str, bool]) -> None:
-    """What `__dataclass_params__` says of the class: the options as given, frozen unless a
-    base is a non-frozen dataclass (as `dataclasses` would have made it: a frozen plain
-    dataclass may subclass it)."""
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
-    params.frozen = all(_frozen_bases(cls))
-    params.init, params.repr = options["init"], options["repr"]
-    params.unsafe_hash = options["unsafe_hash"]
-
-
-def _frozen_bases(cls: type) -> list[bool]:
-    """Whether each dataclass among the bases of `cls` is frozen."""
-    return [
-        base.__dataclass_params__.frozen  # type: ignore[attr-defined]
-        for base in cls.__mro__[1:]
-        if "__dataclass_fields__" in base.__dict__
-    ]

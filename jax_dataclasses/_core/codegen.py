@@ -9,15 +9,16 @@ module: nothing unpicklable sits in their globals (cloudpickle copies those), an
 can shadow a helper. The source is registered with `linecache`, under a file name made from
 the class's name and identity (found in constant time, however many classes share the name),
 so tracebacks and `inspect` show the generated lines. A module's namespace is found by name
-(`module_globals`), for the generated code and for the reading of string annotations.
+(`_field_declarations.scope.module_globals`), as the reading of string annotations finds it.
 """
 
 from __future__ import annotations
 
 import linecache
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+from jax_dataclasses._field_declarations.scope import module_globals
 
 FILENAME_PREFIX = "<jax_dataclasses generated "
 """Start of the file name of every generated function (`warn_at_user` skips those frames)."""
@@ -98,10 +99,3 @@ def take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
 # -- module namespaces ---------------------------------------------------------------------
 # The global namespace of a module, by name: what a class's generated code and its string
 # annotations see as globals (as for methods written in the class body).
-
-
-def module_globals(name: str) -> dict[str, Any]:
-    """The namespace of the module called `name`, or `{}` when none is imported under that
-    name (a class made by `exec` or `type()` may name a module that does not exist)."""
-    module = sys.modules.get(name)
-    return vars(module) if module is not None else {}

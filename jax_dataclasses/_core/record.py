@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import types
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from jax import tree_util
@@ -152,12 +152,15 @@ _LOCK = threading.RLock()
 """Held while a class is registered, and while a hook is added (`on_register`)."""
 
 
-def saved_children_1_6(cls: type, declarations: Iterable[Declaration]) -> tuple[str, ...]:
-    """The fields of `cls` that 1.6 saved, in field order: those `__init__` takes that 1.6 did
-    not see as static (`Declaration.legacy_static`: its own marker, `Static[...]` through a
-    module-level name; never a function's local alias under the future import)."""
-    fields = getattr(cls, "__dataclass_fields__")  # noqa: B009
-    return tuple(d.name for d in declarations if fields[d.name].init and not d.legacy_static)
+def inherited_evolution(cls: type) -> Evolution:
+    """The `Evolution`s of the registered bases of `cls`, merged, as recorded (not a use of
+    a base: its pending names may wait)."""
+    evolution = NO_EVOLUTION
+    for base in reversed(cls.__mro__[1:]):
+        layout = recorded(base)
+        if layout is not None:
+            evolution = evolution | layout.evolution
+    return evolution
 
 
 def layout_of(cls: type) -> Layout | None:

@@ -22,8 +22,6 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any
 
-from jax_dataclasses._core.codegen import module_globals
-
 Namespaces = tuple[Mapping[str, Any], ...]
 _BUILTINS: Mapping[str, Any] = vars(builtins)
 
@@ -79,6 +77,13 @@ class Scope:
             if code.co_flags & inspect.CO_OPTIMIZED:  # A function's frame, not a class body's.
                 names.update(code.co_varnames, code.co_cellvars, code.co_freevars)
         return frozenset(names)
+
+
+def module_globals(name: str) -> dict[str, Any]:
+    """The namespace of the module called `name`, or `{}` when none is imported under that
+    name (a class made by `exec` or `type()` may name a module that does not exist)."""
+    module = sys.modules.get(name)
+    return vars(module) if module is not None else {}
 
 
 def class_scope(cls: type) -> Scope:
