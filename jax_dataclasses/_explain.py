@@ -245,7 +245,7 @@ def record(tree: object) -> Record:
             # Another library's node (or a container): its aux data as one value.
             names, statics = _OTHERS, (_held(level[1]),)
             keyed = keyed_level(value)[0]
-            keys, children = tuple(keystr(path) for path, _ in keyed), [c for _, c in keyed]
+            keys, children = tuple(keystr(path) for path, _ in keyed), tuple(c for _, c in keyed)
         building = _Building(into, cls, names, statics, keys)
         work.append(building)
         work.extend((child, building.records) for child in reversed(children))
