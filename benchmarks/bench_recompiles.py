@@ -3,9 +3,11 @@
 The argument is a list of pytree_dataclass nodes (two array children and one static field
 each: `--leaves` leaves in all). Each round makes a fresh function (JAX's caches belong to the
 Python function) and times, for `jax.jit(f)` and `jdc.explain_recompiles(jax.jit(f))` in
-turn (ABBA): the first call (trace and compile), a recompiling call (one leaf's shape changed)
-and a call that reuses the compilation; and `jdc.jit_diff` of the two trees on its own. We
-report median milliseconds and the median per-round ratio explained / plain.
+turn, with a second plain `jax.jit(f)` as the control (ABCCBA): the first call (trace and
+compile), a recompiling call (one leaf's shape changed) and a call that reuses the
+compilation; and `jdc.jit_diff` of the two trees on its own. We report median milliseconds and
+the median per-round ratios explained / plain and control / plain (the control's distance from
+1.00x is the noise floor).
 Run: `.venv/bin/python benchmarks/bench_recompiles.py`.
 """
 
@@ -53,18 +55,19 @@ def _timed(function: Callable[..., object], *args: object) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def one_round(before: list[Node], after: list[Node]) -> dict[str, tuple[float, float]]:
-    """(plain, explained) milliseconds for each call, ABBA within the round."""
-    found: dict[str, list[float]] = {"first call": [0, 0], "recompiling call": [0, 0]}
-    found["call that reuses it"] = [0, 0]
-    for index in (0, 1, 1, 0):
+CALLS = ("first call", "recompiling call", "call that reuses it")
+
+
+def one_round(before: list[Node], after: list[Node]) -> dict[str, list[float]]:
+    """(plain, explained, control) milliseconds for each call, ABCCBA within the round."""
+    found = {name: [0.0, 0.0, 0.0] for name in CALLS}
+    for index in (0, 1, 2, 2, 1, 0):
         jitted: Any = jax.jit(fresh())
-        if index:
+        if index == 1:
             jitted = jdc.explain_recompiles(jitted)
-        found["first call"][index] += _timed(jitted, before)
-        found["recompiling call"][index] += _timed(jitted, after)
-        found["call that reuses it"][index] += _timed(jitted, after)
-    return {name: (plain / 2, explained / 2) for name, (plain, explained) in found.items()}
+        for name, tree_ in zip(CALLS, (before, after, after), strict=True):
+            found[name][index] += _timed(jitted, tree_) / 2
+    return found
 
 
 def main() -> None:
@@ -76,12 +79,16 @@ def main() -> None:
     warnings.simplefilter("ignore", jdc.RecompileWarning)
     one_round(before, after)  # Warm up JAX's own first-use costs.
     rounds = [one_round(before, after) for _ in range(args.rounds)]
-    print(f"{args.leaves} leaves, {args.rounds} rounds (median ms; ratio explained / plain)")
-    for name in rounds[0]:
-        plain = statistics.median(r[name][0] for r in rounds)
-        explained = statistics.median(r[name][1] for r in rounds)
-        ratio = statistics.median(r[name][1] / r[name][0] for r in rounds)
-        print(f"  {name:<22} plain {plain:9.2f}  explained {explained:9.2f}  ratio {ratio:5.2f}x")
+    print(f"{args.leaves} leaves, {args.rounds} rounds (median ms; ratios to plain)")
+    for name in CALLS:
+        plain, explained, _ = (statistics.median(r[name][i] for r in rounds) for i in range(3))
+        ratio, control = (
+            statistics.median(r[name][i] / r[name][0] for r in rounds) for i in (1, 2)
+        )
+        print(
+            f"  {name:<22} plain {plain:9.2f}  explained {explained:9.2f}  ratio {ratio:5.2f}x"
+            f"  control {control:5.2f}x"
+        )
     diffs = [_timed(jdc.jit_diff, before, after) for _ in range(args.rounds)]
     print(f"  {'jdc.jit_diff':<22} {statistics.median(diffs):9.2f} ms")
 

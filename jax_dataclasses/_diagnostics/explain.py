@@ -154,14 +154,30 @@ class _Array:
         self.text = f"array {array_summary(value)}"
 
 
-@dataclasses.dataclass(frozen=True)
 class _Node:
-    """A pytree node: its class, its static values (named fields of our classes, the aux data
-    of others) and its children, each under its key's text (`.w`, `[0]`, `['a']`)."""
+    """A pytree node: its class, its static values (`names`: named fields of our classes, or
+    the aux data of others under ""), each as `_held` keeps it, and its children under their
+    keys' texts (`.w`, `[0]`, `['a']`). Nodes of one of our classes share their `names` and
+    `keys` tuples, and a node is one object with two tuples: a record of a large tree stays a
+    few objects per node, so that it sets off few garbage collections."""
 
-    cls: type
-    statics: tuple[tuple[str, _Static], ...]
-    children: tuple[tuple[str, Record], ...]
+    __slots__ = ("cls", "keys", "names", "records", "statics")
+
+    def __init__(
+        self,
+        cls: type,
+        names: tuple[str, ...],
+        statics: tuple[object, ...],
+        keys: tuple[str, ...],
+        records: tuple[Record, ...],
+    ) -> None:
+        self.cls, self.names, self.statics, self.keys, self.records = (
+            cls,
+            names,
+            statics,
+            keys,
+            records,
+        )
 
 
 Record = _Leaf | _Static | _Node
@@ -173,55 +189,72 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _PLAIN = frozenset({str, int, float, bool, type(None)})  # Kept as they are, read first.
 
 
-@dataclasses.dataclass
 class _Building:
     """A node whose children are being recorded (`record` keeps a stack, not Python's)."""
 
-    into: list[Record]
-    cls: type
-    statics: tuple[tuple[str, _Static], ...]
-    keys: list[str]
-    records: list[Record] = dataclasses.field(default_factory=list[Record])
+    __slots__ = ("cls", "into", "keys", "names", "records", "statics")
+
+    def __init__(
+        self,
+        into: list[Record],
+        cls: type,
+        names: tuple[str, ...],
+        statics: tuple[object, ...],
+        keys: tuple[str, ...],
+    ) -> None:
+        self.into, self.cls, self.names, self.statics, self.keys = into, cls, names, statics, keys
+        self.records: list[Record] = []
+
+
+_OTHERS = ("",)
+"""The name of another library's node's one static value, its aux data."""
 
 
 def record(tree: object) -> Record:
     """What `jax.jit`'s cache keeps of `tree` (no arrays), at any depth (`jax.jit` takes
-    trees deeper than Python's recursion limit)."""
+    trees deeper than Python's recursion limit). Leaves of the same type and sharding share
+    one `_Leaf`, and nodes of one class their names and keys."""
     result: list[Record] = []
     work: list[tuple[object, list[Record]] | _Building] = [(tree, result)]
-    keys: dict[type, list[str]] = {}  # The texts of a class's fields' keys, made once.
+    texts: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # Per class, made once.
+    leaves: dict[object, _Leaf] = {}
     while work:
         item = work.pop()
         if isinstance(item, _Building):
             item.into.append(
-                _Node(item.cls, item.statics, tuple(zip(item.keys, item.records, strict=True)))
+                _Node(item.cls, item.names, item.statics, item.keys, tuple(item.records))
             )
             continue
         value, into = item
         cls = type_of(value)
         layout = layout_of(cls)
-        children = None if layout is not None else flatten_one_level(value)
-        if layout is None and children is None:
-            into.append(_leaf(value))
-            continue
         if layout is not None:
-            pairs, aux = layout.flatten_with_keys(value)
-            values = zip(layout.statics, layout.static_values(aux), strict=True)
-            statics = tuple((f".{name}", static(v)) for name, v in values)
-            texts = keys.get(cls)
-            if texts is None:
-                texts = keys[cls] = [keystr((key,)) for key, _ in pairs]
-            keyed = list(zip(texts, (child for _, child in pairs), strict=True))
-        else:  # Another library's node (or a container): its aux data as one value.
-            statics = (("", static(cast("tuple[object, object]", children)[1])),)
-            keyed = [(keystr(path), child) for path, child in keyed_level(value)[0]]
-        building = _Building(into, cls, statics, [key for key, _ in keyed])
+            children, aux = layout.flatten(value)
+            statics = tuple(map(_held, layout.static_values(aux)))
+            names_keys = texts.get(cls)
+            if names_keys is None:
+                names = tuple(f".{name}" for name in layout.statics)
+                keys = tuple(keystr((key,)) for key, _ in layout.flatten_with_keys(value)[0])
+                names_keys = texts[cls] = (names, keys)
+            names, keys = names_keys
+        else:
+            level = flatten_one_level(value)
+            if level is None:
+                into.append(_leaf(value, leaves))
+                continue
+            # Another library's node (or a container): its aux data as one value.
+            names, statics = _OTHERS, (_held(level[1]),)
+            keyed = keyed_level(value)[0]
+            keys, children = tuple(keystr(path) for path, _ in keyed), tuple(c for _, c in keyed)
+        building = _Building(into, cls, names, statics, keys)
         work.append(building)
-        work.extend((child, building.records) for _, child in reversed(keyed))
+        work.extend((child, building.records) for child in reversed(children))
     return result[0]
 
 
-def _leaf(value: object) -> _Leaf | _Static:
+def _leaf(value: object, shared: dict[object, _Leaf]) -> _Leaf | _Static:
+    """A leaf's record; a JAX array's or tracer's is the one in `shared` for its type and
+    sharding, if there is one (most leaves of a model share a few)."""
     kind = type(value)
     scalar = _SCALARS.get(kind)
     if scalar is not None:
@@ -232,12 +265,23 @@ def _leaf(value: object) -> _Leaf | _Static:
     shape, dtype = getattr(typed, "shape", None), getattr(typed, "dtype", None)
     if shape is None or dtype is None:
         return static(value)  # Not an array: jax.jit takes it only as a static value.
-    weak = getattr(typed, "weak_type", False)
     sharding = getattr(aval if isinstance(value, core.Tracer) else value, "sharding", None)
+    key = (aval, sharding)
+    try:
+        found = shared.get(key) if aval is not None else None
+    except TypeError:  # An unhashable type or sharding: not shared.
+        aval = None
+        found = None
+    if found is not None:
+        return found
+    weak = getattr(typed, "weak_type", False)
     given: object = dtype
     if isinstance(dtype, np.dtype):
         dtype = dtypes.canonicalize_dtype(dtype)
-    return _Leaf(tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding, given)
+    made = _Leaf(tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding, given)
+    if aval is not None:
+        shared[key] = made
+    return made
 
 
 def static(value: object) -> _Static:
@@ -417,18 +461,19 @@ class Comparison:
     def _nodes(self, path: str, old: _Node, new: _Node) -> list[tuple[str, Record, Record, str]]:
         """Nodes of one class: their static values by name (when their children's keys are
         the same); returns their children to compare, by key (a dict's kept keys too)."""
-        if [key for key, _ in old.children] != [key for key, _ in new.children]:
+        if old.keys != new.keys:
             self.add(path, "structure", _summary(old), _summary(new))
-        else:
-            for (name, before), (_, after) in zip(old.statics, new.statics, strict=True):
+            olds = dict(zip(old.keys, old.records, strict=True))
+            news = zip(new.keys, new.records, strict=True)
+            return [
+                (path + key, olds[key], now, "static value") for key, now in news if key in olds
+            ]
+        for name, before, after in zip(new.names, old.statics, new.statics, strict=True):
+            if not same(before, after):
                 kind = "static field" if name else "metadata"
-                self._values(path + name, kind, before, after)
-        olds = dict(old.children)
-        return [
-            (path + key, olds[key], item, "static value")
-            for key, item in new.children
-            if key in olds
-        ]
+                self._values(path + name, kind, _Static(before), _Static(after))
+        pairs = zip(new.keys, old.records, new.records, strict=True)
+        return [(path + key, was, now, "static value") for key, was, now in pairs]
 
     def _values(self, path: str, kind: str, old: _Static, new: _Static) -> None:
         """Two static values; where they are containers of the same keys, at the items that
@@ -548,9 +593,9 @@ def _summary(item: Record) -> str:
     cls = item.cls
     if cls is type(None):
         return "None"
-    count = len(item.children)
+    count = len(item.records)
     if issubclass(cls, dict):
-        keys = ", ".join(key[1:-1] for key, _ in item.children[:6])
+        keys = ", ".join(key[1:-1] for key in item.keys[:6])
         more = ", ..." if count > 6 else ""
         return f"{cls.__name__} with keys {keys}{more}" if count else f"empty {cls.__name__}"
     if cls in (list, tuple):

@@ -3,7 +3,8 @@ really did and against the differences the generator put in (issue 38).
 
 Hypothesis generates calls of one function, each a choice of the argument `x`'s shape and
 dtype, whether `lr` is a Python float (weakly typed) or a `jnp.float32`, and its value, the
-length of the list `items` (structure), the static argument `n`, and whether the call runs
+length of the list `items` (structure) and its last item's dtype (other items are `f32[2]`,
+so one tree holds leaves of one shape and two dtypes), the static argument `n`, and whether the call runs
 under `jax.default_matmul_precision("highest")` (a context outside the arguments). Some are
 first made through the same function jitted without a report (a warm cache), then all through
 the reporting one: `jdc.jit(explain_recompiles="warn")`, or `jdc.explain_recompiles` of a
@@ -41,6 +42,7 @@ class Spec(NamedTuple):
     weak: bool
     lr: float
     length: int
+    last: str
     n: int
     highest: bool
 
@@ -52,6 +54,7 @@ SPECS = st.builds(
     weak=st.booleans(),
     lr=st.sampled_from([0.1, 0.2]),
     length=st.sampled_from([1, 2]),
+    last=st.sampled_from(["float32", "int32"]),
     n=st.sampled_from([1, 2]),
     highest=st.booleans(),
 )
@@ -61,7 +64,12 @@ _LINE = re.compile(r"^  (?P<path>[^:]+): .* \((?P<kind>[a-z ]+)\)(;.*)?$")
 
 def arguments(spec: Spec) -> tuple[Any, ...]:
     lr = spec.lr if spec.weak else jnp.float32(spec.lr)
-    return jnp.ones(spec.width, spec.dtype), lr, [jnp.ones(2)] * spec.length, spec.n
+    items = [jnp.ones(2, dtype) for dtype in item_dtypes(spec)]
+    return jnp.ones(spec.width, spec.dtype), lr, items, spec.n
+
+
+def item_dtypes(spec: Spec) -> list[str]:
+    return ["float32"] * (spec.length - 1) + [spec.last]
 
 
 def run(jitted: Callable[..., Any], spec: Spec) -> None:
@@ -81,6 +89,8 @@ def expected_causes(before: Spec, after: Spec, made_by: str) -> set[tuple[str, s
         found.add(("lr", "weak type"))
     if before.length != after.length:
         found.add(("items", "structure"))
+    kept = zip(item_dtypes(before), item_dtypes(after), strict=False)  # Compared by index.
+    found.update((f"items[{i}]", "dtype") for i, (a, b) in enumerate(kept) if a != b)
     if before.highest != after.highest:
         found.add(("jax_default_matmul_precision", "context"))
     if made_by == "jdc.jit":  # It knows `n` is static and `lr` is traced.
