@@ -12,8 +12,9 @@ a class that declares nothing loads by place, as 1.6 did (documented), and the r
 follows places there.
 
 Orbax is represented by its metadata (each saved array's shape and dtype) and by what it
-restores into `saved_layout`'s tree (the saved arrays, keyed as saved): orbax's own reading is
-in `test_checkpoint_evolution.py`, which writes with the old classes in a fresh process.
+restores into `saved_layout`'s tree (the saved arrays, keyed as saved), and all three formats
+are written and read in this process: `test_checkpoint_oracle_written.py` writes a batch of
+these cases in a fresh process with the real libraries and reads them back through them.
 
 `JDC_CHECKPOINT_EXAMPLES=500` runs a longer random search.
 """
@@ -352,6 +353,31 @@ def refusal(change: Change) -> list[str] | None:
     return names
 
 
+def expected(change: Change, old: Any, target: Any, new: type) -> tuple[list[str] | None, Any]:
+    """(the names a refusal must mention, or None), and the described tree a restore must give
+    where it succeeds: `refusal`'s rules, `reference`'s tree and its refusals."""
+    names = refusal(change)
+    try:
+        want = reference(change, old, target, new)
+    except Refused as refused:
+        return names if names is not None else [str(refused)], None
+    if change.abstract and change.format == "flax" and (change.added or change.static_to_child):
+        first = next(name for name, was in change.new_fields() if was is None)
+        names = names if names is not None else [first]  # Refused at the first.
+    return names, want
+
+
+def check(restoring: Any, names: list[str] | None, want: Any) -> None:
+    """`restoring()` gives `want` (described), or is refused naming each of `names`."""
+    if names is not None:
+        with pytest.raises(ValueError) as caught:
+            restoring()
+        for name in names:
+            assert repr(name) in str(caught.value), (name, str(caught.value))
+        return
+    assert_same(describe(restoring()), want)
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")  # optax on an abstract target
 @fixed
 @settings(ORACLE)
@@ -359,19 +385,6 @@ def refusal(change: Change) -> list[str] | None:
 def test_a_restore_is_the_reference_or_refused_naming_every_difference(change: Change) -> None:
     old_class, new_class = classes(change)
     old, target = old_tree(change, old_class), target_tree(change, new_class)
-    names = refusal(change)
-    try:
-        want = reference(change, old, target, new_class)
-        if change.abstract and change.format == "flax" and (change.added or change.static_to_child):
-            first = next(name for name, was in change.new_fields() if was is None)
-            names = names if names is not None else [first]  # Refused at the first.
-    except Refused as refused:
-        names = names if names is not None else [str(refused)]
+    names, want = expected(change, old, target, new_class)
     event(f"{change.format}: {'refused' if names is not None else 'restored'}")
-    if names is not None:
-        with pytest.raises(ValueError) as caught:
-            restore(change, old, target)
-        for name in names:
-            assert repr(name) in str(caught.value), (name, str(caught.value))
-        return
-    assert_same(describe(restore(change, old, target)), want)
+    check(lambda: restore(change, old, target), names, want)
