@@ -28,7 +28,21 @@ class _StaticMarker:
     It compares and hashes as 1.6's marker string (`LEGACY_STATIC_MARKER`), so that code
     written against 1.6's private `_dataclasses.JDC_STATIC_MARKER` (`marker in
     hint.__metadata__`) sees our `Static` fields as static.
+
+    There is one per process (`STATIC_MARKER`): it pickles by name, and a copy, or one that a
+    pickle made before it did so rebuilds, is it. A second, equal marker would take the place
+    of ours in `typing`'s cache of `Annotated[...]` aliases, so that `Static[int]` would carry
+    it from then on and be read as a plain annotation.
     """
+
+    def __new__(cls) -> _StaticMarker:
+        try:
+            return STATIC_MARKER
+        except NameError:  # Making `STATIC_MARKER` itself.
+            return super().__new__(cls)
+
+    def __reduce__(self) -> str:
+        return "STATIC_MARKER"
 
     def __repr__(self) -> str:
         return "jax_dataclasses.Static"

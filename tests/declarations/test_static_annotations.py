@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
+import pickle
 import sys
 import types
 import typing
@@ -429,3 +431,12 @@ def test_a_static_alias_in_the_class_body_is_resolved_there() -> None:
 
     assert statics(Solver) == ("iters",)
     assert len(jax.tree.leaves(Solver(jnp.zeros(2)))) == 1
+
+
+def test_the_static_marker_is_one_object_through_copies_and_pickles() -> None:
+    """A second, equal marker would replace ours in `typing`'s cache of `Annotated` aliases
+    (`test_moved_modules.py` shows the field it made dynamic): copies and pickles give ours."""
+    marker = jdc.Static[int].__metadata__[0]
+    assert copy.deepcopy(marker) is marker and copy.copy(marker) is marker
+    assert pickle.loads(pickle.dumps(marker)) is marker
+    assert pickle.loads(pickle.dumps(jdc.Static[int])).__metadata__[0] is marker

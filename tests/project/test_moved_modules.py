@@ -160,6 +160,34 @@ print(type(layer).__name__, layer.width, sys.modules["jax_dataclasses._builder"]
     assert output.split() == ["Layer", "4", "jax_dataclasses._core.builder"]
 
 
+@pytest.mark.subprocess
+def test_static_still_declares_static_after_an_old_pickle_loads() -> None:
+    """Pickles made before the marker pickled by name hold a copy of it: loaded first in a
+    process, that copy took the place of ours in `typing`'s cache, and from then on
+    `Static[int]` carried it, and the spelling that takes its metadata made a child (a traced
+    `Static` parameter of `jdc.jit`; a field silently dynamic)."""
+    code = f"""
+import pickle, typing
+import jax
+import jax.numpy as jnp
+import jax_dataclasses as jdc
+pickle.loads({PICKLES["class_by_value"]!r})
+mark = jdc.Static[int].__metadata__[0]
+
+@jdc.pytree_dataclass
+class Config:
+    n: typing.Annotated[int, mark]
+    m: jdc.Static[int] = 2
+
+@jdc.jit
+def tile(x: jax.Array, n: typing.Annotated[int, mark]) -> jax.Array:
+    return jnp.tile(x, n)
+
+print(jax.tree.leaves(Config(3)), tile(jnp.ones(1), 3).shape)
+"""
+    assert run_python(["-c", code]).split("\n")[0] == "[] (3,)"
+
+
 def test_the_finder_is_installed_once() -> None:
     from jax_dataclasses._compat.moved import install
 
