@@ -421,6 +421,16 @@ PLANTED = {
         "_MISSING = dataclasses._MISSING_TYPE",
         "private",
     ),
+    "an entry function the folder does not have": (
+        "<design>",
+        "`explain.jit_diff` -> `explain.no_such_function`",
+        "map",
+    ),
+    "a feature in a module that does not define it": (
+        "<design>",
+        "| `_diagnostics.explain`, `_diagnostics.recompiles` | -> | `_training` |",
+        "map",
+    ),
     "a mechanism in a module that does not exist": (
         "<audit>",
         "| 99 | a mechanism | `_no_such_module.helper` | nothing |",
@@ -436,15 +446,22 @@ def test_the_checker_reports_a_planted_violation(planted: str, tmp_path: Path) -
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     audit = tmp_path / "audit.md"
     audit.write_text(AUDIT.read_text())
+    design = tmp_path / "design.md"
+    design.write_text(DESIGN.read_text())
     report = {
         "layer": lambda: bool(layer_violations(copy)),
         "state": lambda: state_differences(copy)[0] != set(),
         "writes": lambda: shared_write_differences(copy)[0] != set(),
         "private": lambda: bool(unlisted_private_uses(copy, audit)),
         "mechanisms": lambda: bool(misplaced_mechanisms(copy, audit)),
+        "map": lambda: bool(map_problems(copy, design)),
     }
     assert not any(found() for found in report.values())  # The copy is clean before.
-    if module == "<audit>":  # A row added to the mechanism table.
+    if module == "<design>":  # A text of the map replaced: `old -> new`.
+        old, new = code.split(" -> ")
+        assert old in design.read_text()
+        design.write_text(design.read_text().replace(old, new))
+    elif module == "<audit>":  # A row added to the mechanism table.
         text = audit.read_text()
         table = text.index("| 1 | one builder")
         audit.write_text(text[:table] + code + "\n" + text[table:])
@@ -486,3 +503,59 @@ def test_no_module_is_over_600_lines() -> None:
     """A module holds one concept whole; past 600 lines it holds two (docs/design.md, Folders)."""
     sizes = {str(p): len(p.read_text().splitlines()) for p in sorted(PACKAGE.rglob("*.py"))}
     assert not {name: n for name, n in sizes.items() if n > 600}
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """The names a module binds at its top level: definitions, assignments, imports."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        else:
+            names.update(target for target, _ in _bindings([node]))
+    return names
+
+
+def map_problems(package: Path = PACKAGE, design: Path = DESIGN) -> list[str]:
+    """What the map (docs/design.md) names that the package does not have: an entry function
+    of the folders table (`module.function`, in that folder) that its module does not define,
+    a module of the features table that does not exist, or a public name there that none of its
+    row's modules defines; and a map over 2,500 words."""
+    found = modules(package)
+    problems: list[str] = []
+    words = len(design.read_text().split())
+    if words > 2500:
+        problems.append(f"the map has {words} words, over 2,500: move details to a folder's note")
+    for line in section("Folders", design).splitlines():
+        cells = line.split(" | ")
+        if len(cells) != 3 or not re.fullmatch(r"\| `[\w.]+`", cells[0]):
+            continue
+        unit = cells[0][3:-1]
+        entries = re.search(r"\(([^()]*)\)$", cells[1])
+        for entry in re.findall(r"`([\w.]+)`", entries.group(1) if entries else ""):
+            module, _, name = entry.rpartition(".")
+            dotted = f"{unit}.{module}" if module else unit
+            if dotted not in found or name not in _top_level_names(found[dotted]):
+                problems.append(f"{unit}'s entry function {entry} is not in {dotted}")
+    for line in section("Where each feature lives", design).splitlines():
+        cells = line.split(" | ")
+        if len(cells) != 3 or cells[0].startswith("| feature") or cells[0].startswith("| ---"):
+            continue
+        places = re.findall(r"`(_[\w.]+)`", cells[1])
+        for place in places:
+            if place not in found:
+                problems.append(f"the features table names {place}, no module of the package")
+        defined = set().union(*(_top_level_names(found[p]) for p in places if p in found))
+        for name in re.findall(r"`([A-Za-z]\w*)`", cells[0]):
+            if name not in defined:
+                problems.append(f"{name} is not defined in {', '.join(places)}")
+    return problems
+
+
+def test_the_map_names_what_the_package_has() -> None:
+    """docs/design.md is the page read first: at most 2,500 words, and its folders' entry
+    functions and its features' modules are where it says."""
+    problems = map_problems()
+    assert not problems, "docs/design.md and the package disagree:\n" + "\n".join(problems)
