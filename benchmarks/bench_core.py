@@ -57,7 +57,7 @@ TARGETS = {
     "memory per instance": 1.0,
     "class creation, last 200 / first 200": 1.2,
 }
-"""The targets of issue 19 (docs/design.md), as ratios; printed, never gated on."""
+"""The targets of issue 19 (docs/design/core.md), as ratios; printed, never gated on."""
 
 
 @jdc.pytree_dataclass

@@ -3,7 +3,7 @@
 Each layer holds an attention and an MLP projection (two arrays each), a norm scale and a
 static activation name; the model is a list of layers. Both libraries print arrays by dtype
 and shape. Rounds interleave the two; we report the median time per call and the ratio.
-Target (docs/design.md §13): at most 2x equinox. Run: `.venv/bin/python benchmarks/bench_printing.py`
+Target (docs/design/core.md, performance targets): at most 2x equinox. Run: `.venv/bin/python benchmarks/bench_printing.py`
 (needs equinox, which the dev extra installs).
 """
 

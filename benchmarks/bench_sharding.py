@@ -1,4 +1,4 @@
-# ruff reads the axis names in Sharded[...] as forward references (docs/design.md §16).
+# ruff reads the axis names in Sharded[...] as forward references (docs/design/sharding.md).
 # ruff: noqa: F821
 """`jdc.partition_specs` and `jdc.shardings` on models of 10 to 10,000 leaves, in one process.
 
@@ -6,7 +6,7 @@ The model is a list of layers, each two `Linear`s (a declared `w` and `b`) and a
 scale: 5 leaves per layer, three nested dataclasses. The reference is `jax.tree.map` giving
 every leaf the same `PartitionSpec` (what a tree without declarations costs); the rows show
 the time per leaf, flat when the walk is linear. Reading the declarations of a class (once per
-call and class, never cached: docs/design.md §16) is timed on its own, to show what a cache
+call and class, never cached: docs/design/sharding.md) is timed on its own, to show what a cache
 would save. Run: `.venv/bin/python benchmarks/bench_sharding.py`.
 """
 

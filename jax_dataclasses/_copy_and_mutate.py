@@ -1,4 +1,4 @@
-"""`copy_and_mutate`: edit a structural copy of a pytree in place (docs/design.md §8).
+"""`copy_and_mutate`: edit a structural copy of a pytree in place (docs/design/features.md).
 
 The copy has new dataclass objects and new containers, one for each key path, and shares the
 leaves (and static values) with the original. Permission to assign to the new dataclass

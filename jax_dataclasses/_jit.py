@@ -1,4 +1,4 @@
-"""`jit`: `jax.jit` whose static arguments come from `Static[...]` annotations (docs/design.md §9).
+"""`jit`: `jax.jit` whose static arguments come from `Static[...]` annotations (docs/design/features.md).
 
 The result is `jax.jit`'s own object (wrapped in `staticmethod`/`classmethod` when given one),
 so calls dispatch exactly as fast as a hand-written `jax.jit(..., static_argnames=...)`: all the

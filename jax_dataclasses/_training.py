@@ -1,5 +1,5 @@
 """Which leaves a training run updates: the fields classes declare `Frozen[T]`, and what one
-run freezes or unfreezes besides (docs/design.md §18).
+run freezes or unfreezes besides (docs/design/features.md).
 
 `trainable` gives a tree of bools with the structure of the tree it is given (a model, a list
 of layers, an optax state whose moments are copies of the model, abstract or sharded trees):

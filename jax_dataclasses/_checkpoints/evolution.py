@@ -1,5 +1,5 @@
 """Checkpoints across class changes: a class's `Evolution`, checked when the class is built, and
-followed when a checkpoint written before the change is restored (docs/design.md §19).
+followed when a checkpoint written before the change is restored (docs/design/checkpoints.md).
 
 Evolution is declared, never guessed. The class builder reads the declaration once
 (`declared_evolution`) and keeps it in the class's record; restoring reads the record. At each

@@ -1,4 +1,4 @@
-"""Pytree dataclasses in `jax.export`'s serialized calling convention (docs/design.md §15).
+"""Pytree dataclasses in `jax.export`'s serialized calling convention (docs/design/checkpoints.md).
 
 An exported function stores the tree structures of its arguments and results; a custom node
 is stored under a name, with its aux data (for us: the static field values) as bytes, and is
@@ -134,7 +134,7 @@ def register_export(
         return _load(target, name, serialized_aux_data, codecs)
 
     def from_children(aux_data: object, children: Sequence[object]) -> object:
-        return unflatten(aux_data, children)  # Never `__init__` (docs/design.md §3).
+        return unflatten(aux_data, children)  # Never `__init__` (docs/design/core.md).
 
     with _LOCK:
         previous = _NAMES.get(name)
@@ -206,7 +206,7 @@ def _replace(
     from_children: Callable[..., object],
 ) -> None:
     """Give `name` to `cls` in JAX's registries, which have no public way to replace an entry
-    (docs/design.md §12, private APIs)."""
+    (docs/design/audit.md, private APIs)."""
     from jax._src.export import _export as registries
 
     registries.serialization_registry[cls] = (name, serialize)

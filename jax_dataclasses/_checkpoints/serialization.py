@@ -1,5 +1,5 @@
 """Checkpoints: `flax.serialization` support for every pytree dataclass, without importing
-flax, and the layout of checkpoints jax_dataclasses 1.6 wrote (docs/design.md §10).
+flax, and the layout of checkpoints jax_dataclasses 1.6 wrote (docs/design/checkpoints.md).
 
 Flax finds a type's handlers in its own registry, keyed by exact type, so each class must be
 registered there. `import jax_dataclasses` must not import flax, so registration waits until

@@ -9,5 +9,5 @@ recorded), `codegen` (the one code generator), `construct` (the generated
 Entry function: `builder.pytree_dataclass`.
 
 Dependency rule: the core uses `_field_declarations` and the utilities (`_tree_api`,
-`_validate`), never a feature (docs/design.md §12).
+`_validate`), never a feature (docs/design.md, Folders).
 """

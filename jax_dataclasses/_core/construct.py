@@ -1,6 +1,6 @@
 """Construction: the generated `__init__`, the wrapper around a class's own `__init__`, the
 permission to assign fields while one runs, and the refusal of subclasses that cannot be
-pytrees (docs/design.md §5-6).
+pytrees (docs/design/core.md).
 
 The generated `__init__` has the signature `dataclasses` would give (the same parameters,
 order, defaults, `kw_only` handling, `InitVar`s and `__post_init__` call). It sets each field

@@ -1,5 +1,5 @@
 """The record of every pytree dataclass (`Layout`), its flatten and unflatten sources, and its
-registration with JAX (docs/design.md §3).
+registration with JAX (docs/design/core.md).
 
 Every class is a keyed Python node with generated functions: flatten reads the fields (nothing
 is cached on instances, so it cannot go stale), and unflatten creates the object with

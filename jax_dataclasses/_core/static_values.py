@@ -1,4 +1,4 @@
-"""Checks on values stored in static fields (docs/design.md §4).
+"""Checks on values stored in static fields (docs/design/core.md).
 
 JAX keeps static values in the treedef and its caches compare them with `__eq__`, so an array
 fails late with an unrelated message, and a mutable or identity-hashed value makes `jit` return

@@ -1,4 +1,4 @@
-"""Why `jax.jit` compiles again, in field terms: `jit_diff` (docs/design.md §17).
+"""Why `jax.jit` compiles again, in field terms: `jit_diff` (docs/design/diagnostics.md).
 
 `jax.jit` finds a compilation by the arguments' tree structure (classes, container lengths and
 keys, and every static value, compared with `==`), each leaf's shape, dtype, weak type and

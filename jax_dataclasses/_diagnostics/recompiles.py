@@ -1,5 +1,5 @@
 """A report on each new compilation of a jitted function: `explain_recompiles`, and
-`jdc.jit(explain_recompiles=...)` (docs/design.md §17).
+`jdc.jit(explain_recompiles=...)` (docs/design/diagnostics.md).
 
 The wrapper runs each call with a `ContextVar` holding a list for the call, and one
 `jax.monitoring` listener, registered when the first function is wrapped, appends to that list

@@ -5,7 +5,7 @@ Modules: `forms` (what users write: `Static`, `Sharded`, `Frozen`, `Evolution`, 
 that defines a class, where names resolve as Python resolves them), `evolution` (a class's
 declared `Evolution`, checked against its fields). Entry function: `reader.declare`.
 
-Dependency rule: nothing of the package outside this folder (docs/design.md §12). The folder
+Dependency rule: nothing of the package outside this folder (docs/design.md, Folders). The folder
 is not named _declarations, the module it replaces, so that the old path stays a plain alias
 (`_compat.moved`).
 """

@@ -1,6 +1,6 @@
 """How a class's checkpoints changed, as it declares it: its `Evolution` (its bases' and its own
 `__jdc_evolution__`), read once when the class is built and checked against its fields, and
-which of its fields 1.6's checkpoints held (docs/design.md §19). Restoring, which follows the
+which of its fields 1.6's checkpoints held (docs/design/checkpoints.md). Restoring, which follows the
 declaration, is the checkpoints' (`_checkpoints.evolution`).
 """
 

@@ -1,6 +1,6 @@
 """Arrays against their declarations: `check_shardings` compares where they are with where
 they are declared, `constrain_shardings` and `with_logical_constraint` put them there inside
-`jax.jit` (docs/design.md §16).
+`jax.jit` (docs/design/sharding.md).
 
 Inside `jit`, only a mesh's Explicit axes are part of an array's type (`jax.typeof(x)`), and
 the two constraints JAX offers each take one kind of axis: `jax.sharding.reshard` the Explicit

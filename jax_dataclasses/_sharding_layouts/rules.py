@@ -1,4 +1,4 @@
-"""Logical axes to mesh axes, as a value: the rules and the mesh's axis sizes (docs/design.md §16).
+"""Logical axes to mesh axes, as a value: the rules and the mesh's axis sizes (docs/design/sharding.md).
 
 `AxisRules(rules, sizes).fit(wanted, shape)` answers, for one array, what every sharding
 function asks: given the logical axes that its declaration names (after those of the fields

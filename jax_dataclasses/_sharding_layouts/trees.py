@@ -1,4 +1,4 @@
-"""The trees of shardings that `Sharded` declarations describe (docs/design.md §16): the walk
+"""The trees of shardings that `Sharded` declarations describe (docs/design/sharding.md): the walk
 that the checks and constraints (`_sharding_layouts.checks`) use too, and the rules context.
 
 `partition_specs`, `shardings`, `sharded_shapes`, `check_shardings` and `constrain_shardings`

@@ -9,7 +9,7 @@ declaration of the class, once, by the package's one reader (`_field_declaration
 the class: `class_declarations` reads them from there. The trees made from them
 (`partition_specs`, `shardings`, ...) are in `_sharding_layouts.trees`, the rules that turn logical
 names into mesh axes in `_sharding_layouts.rules`, the checks and constraints in `_sharding_layouts.checks`
-(docs/design.md §16).
+(docs/design/sharding.md).
 """
 
 from __future__ import annotations

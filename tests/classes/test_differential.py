@@ -391,7 +391,7 @@ def _spec_of(case: Case, cls: type) -> ClassSpec:
 
 
 def _registered(case: Case, cls: type) -> bool:
-    """Whether we register `cls` (docs/design.md §6): a decorated class, or an undecorated
+    """Whether we register `cls` (docs/design/core.md): a decorated class, or an undecorated
     subclass of a registered one that we do not refuse."""
     assert case.reference is not None
     role = case.reference.roles.get(cls)

@@ -1,4 +1,4 @@
-"""Values in static fields: arrays refused, uncacheable values warned about (docs/design.md §4)."""
+"""Values in static fields: arrays refused, uncacheable values warned about (docs/design/core.md)."""
 
 from __future__ import annotations
 

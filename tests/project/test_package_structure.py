@@ -1,11 +1,12 @@
-"""The design note's lists match the code: the folders' dependency rules, module-level state,
+"""The design notes' lists match the code: the folders' dependency rules, module-level state,
 writes to the interpreter's shared state, the private APIs of other packages, and the
 mechanisms' places.
 
-docs/design.md §12 lists the package's folders (and flat modules) with the folders each may
-import (no module imports in a cycle, either), every object the code changes after import,
-every write to state the whole interpreter shares and the module that makes it, the private
-names of other packages the code uses, and where each mechanism lives. Modules are named by
+docs/design.md's folders table lists the package's folders (and flat modules) with the folders
+each may import (no module imports in a cycle, either); docs/design/audit.md lists every object
+the code changes after import, every write to state the whole interpreter shares and the module
+that makes it, the private names of other packages the code uses, and where each mechanism
+lives. Modules are named by
 their dotted path in the package (`_core.record`; a folder's `__init__` by the folder's name). These tests read the source (never importing it) and fail when the code and
 the note disagree, so neither can drift: a new registry, cache, lock, import direction or
 private API has to be written down, with its reason. The checker is tested too: each kind of
@@ -25,6 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "jax_dataclasses"
 DESIGN = ROOT / "docs" / "design.md"
+AUDIT = ROOT / "docs" / "design" / "audit.md"
 MUTABLE_CALLS = {
     "dict", "set", "list", "bytearray", "ContextVar", "Lock", "RLock", "defaultdict",
     "OrderedDict", "deque", "WeakKeyDictionary", "WeakValueDictionary", "WeakSet", "count",
@@ -60,11 +62,11 @@ def folder(module: str) -> str:
     return module.partition(".")[0]
 
 
-def section(title: str, design: Path = DESIGN) -> str:
-    """The text of the design note's subsection `### title`, up to the next heading."""
-    text = design.read_text()
-    match = re.search(rf"^### {re.escape(title)}\n(.*?)^#", text, re.DOTALL | re.MULTILINE)
-    assert match, f"docs/design.md has no '### {title}' subsection"
+def section(title: str, note: Path) -> str:
+    """The text of a design note's section `## title`, up to the next heading or the end."""
+    text = note.read_text()
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^#|\Z)", text, re.DOTALL | re.MULTILINE)
+    assert match, f"{note.name} has no '## {title}' section"
     return match.group(1)
 
 
@@ -238,7 +240,7 @@ def mutable_state(name: str, tree: ast.Module) -> set[str]:
 
 def state_differences(package: Path = PACKAGE) -> tuple[set[str], set[str]]:
     """(found but not listed, listed but not found)."""
-    listed = set(re.findall(r"`(_?[\w]+\.[\w.]+)`", section("Module-level state")))
+    listed = set(re.findall(r"`(_?[\w]+\.[\w.]+)`", section("Module-level state", AUDIT)))
     found = set().union(*(mutable_state(name, tree) for name, tree in modules(package).items()))
     return found - listed, listed - found
 
@@ -273,7 +275,7 @@ def shared_write_differences(
     for a module when one entry of the list names both (`sys.meta_path` ... `_compat.moved`)."""
     found = modules(package)
     made = {(name, write) for name, tree in found.items() for write in shared_writes(tree)}
-    entries = re.split(r"^- ", section("Interpreter-wide writes"), flags=re.MULTILINE)
+    entries = re.split(r"^- ", section("Interpreter-wide writes", AUDIT), flags=re.MULTILINE)
     listed: set[tuple[str, str]] = set()
     for entry in entries:
         named = re.findall(r"`([\w.]+)`", entry)
@@ -292,7 +294,7 @@ def test_imports_follow_the_folders_rules() -> None:
 def test_module_level_state_is_the_design_notes_list() -> None:
     unlisted, missing = state_differences()
     assert not unlisted and not missing, (
-        f"changed after import but not in docs/design.md: {sorted(unlisted)}; "
+        f"changed after import but not in docs/design/audit.md: {sorted(unlisted)}; "
         f"listed but not found (or a constant of a mutable type): {sorted(missing)}"
     )
 
@@ -300,7 +302,7 @@ def test_module_level_state_is_the_design_notes_list() -> None:
 def test_interpreter_wide_writes_are_the_design_notes_list() -> None:
     unlisted, missing = shared_write_differences()
     assert not unlisted and not missing, (
-        f"interpreter-wide state written but not in docs/design.md: {sorted(unlisted)}; "
+        f"interpreter-wide state written but not in docs/design/audit.md: {sorted(unlisted)}; "
         f"listed but not written: {sorted(missing)}"
     )
 
@@ -348,11 +350,11 @@ def private_uses(tree: ast.Module) -> set[str]:
     return found
 
 
-def unlisted_private_uses(package: Path = PACKAGE, design: Path = DESIGN) -> set[str]:
-    """Private names used by the package that the design note's list does not name."""
+def unlisted_private_uses(package: Path = PACKAGE, audit: Path = AUDIT) -> set[str]:
+    """Private names used by the package that the audit's list does not name."""
     rows = [
         line
-        for line in section("Private APIs we depend on", design).splitlines()
+        for line in section("Private APIs we depend on", audit).splitlines()
         if line[:2] == "| "
     ]
     listed = {name for row in rows for name in re.findall(r"`([\w.]+)`", row)}
@@ -361,7 +363,7 @@ def unlisted_private_uses(package: Path = PACKAGE, design: Path = DESIGN) -> set
 
 def test_private_apis_are_the_design_notes_list() -> None:
     unlisted = unlisted_private_uses()
-    assert not unlisted, f"private APIs used but not in docs/design.md: {sorted(unlisted)}"
+    assert not unlisted, f"private APIs used but not in docs/design/audit.md: {sorted(unlisted)}"
 
 
 # Each planted into a copy of the package: (module, code appended, what must report it).
@@ -419,8 +421,18 @@ PLANTED = {
         "_MISSING = dataclasses._MISSING_TYPE",
         "private",
     ),
-    "a mechanism in a module that does not exist": (
+    "an entry function the folder does not have": (
         "<design>",
+        "`explain.jit_diff` -> `explain.no_such_function`",
+        "map",
+    ),
+    "a feature in a module that does not define it": (
+        "<design>",
+        "| `_diagnostics.explain`, `_diagnostics.recompiles` | -> | `_training` |",
+        "map",
+    ),
+    "a mechanism in a module that does not exist": (
+        "<audit>",
         "| 99 | a mechanism | `_no_such_module.helper` | nothing |",
         "mechanisms",
     ),
@@ -432,44 +444,51 @@ def test_the_checker_reports_a_planted_violation(planted: str, tmp_path: Path) -
     module, code, check = PLANTED[planted]
     copy = tmp_path / "jax_dataclasses"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    audit = tmp_path / "audit.md"
+    audit.write_text(AUDIT.read_text())
     design = tmp_path / "design.md"
     design.write_text(DESIGN.read_text())
     report = {
         "layer": lambda: bool(layer_violations(copy)),
         "state": lambda: state_differences(copy)[0] != set(),
         "writes": lambda: shared_write_differences(copy)[0] != set(),
-        "private": lambda: bool(unlisted_private_uses(copy, design)),
-        "mechanisms": lambda: bool(misplaced_mechanisms(copy, design)),
+        "private": lambda: bool(unlisted_private_uses(copy, audit)),
+        "mechanisms": lambda: bool(misplaced_mechanisms(copy, audit)),
+        "map": lambda: bool(map_problems(copy, design)),
     }
     assert not any(found() for found in report.values())  # The copy is clean before.
-    if module == "<design>":  # A row added to the mechanism table.
-        text = design.read_text()
+    if module == "<design>":  # A text of the map replaced: `old -> new`.
+        old, new = code.split(" -> ")
+        assert old in design.read_text()
+        design.write_text(design.read_text().replace(old, new))
+    elif module == "<audit>":  # A row added to the mechanism table.
+        text = audit.read_text()
         table = text.index("| 1 | one builder")
-        design.write_text(text[:table] + code + "\n" + text[table:])
+        audit.write_text(text[:table] + code + "\n" + text[table:])
     else:
         path = copy / f"{module.replace('.', '/')}.py"
         path.write_text(path.read_text() + "\n\n" + code + "\n")
     assert report[check](), f"the checker missed: {planted}"
 
 
-def mechanism_places(design: Path = DESIGN) -> list[str]:
+def mechanism_places(audit: Path = AUDIT) -> list[str]:
     """Each module (`_folder.module`, `_module`, or either followed by `.name`) that the
     mechanism table's "where" column names. Only the module is checked: a name inside it may move while the
     behaviour holds (the table says where; a review checks it)."""
     places: list[str] = []
-    for line in section("Mechanisms", design).splitlines():
+    for line in section("Mechanisms", audit).splitlines():
         cells = line.split(" | ")
         if len(cells) >= 4 and cells[0].startswith("| ") and cells[0][2:].strip().isdigit():
             places += re.findall(r"`(_[\w.]+)`", cells[2])
     return places
 
 
-def misplaced_mechanisms(package: Path = PACKAGE, design: Path = DESIGN) -> list[str]:
+def misplaced_mechanisms(package: Path = PACKAGE, audit: Path = AUDIT) -> list[str]:
     """The modules the mechanism table names that the package does not have."""
     found = modules(package)
     return [
         place
-        for place in mechanism_places(design)
+        for place in mechanism_places(audit)
         if place not in found and place.rpartition(".")[0] not in found
     ]
 
@@ -481,6 +500,62 @@ def test_every_mechanism_is_where_the_design_note_says() -> None:
 
 
 def test_no_module_is_over_600_lines() -> None:
-    """A module holds one concept whole; past 600 lines it holds two (design §12)."""
+    """A module holds one concept whole; past 600 lines it holds two (docs/design.md, Folders)."""
     sizes = {str(p): len(p.read_text().splitlines()) for p in sorted(PACKAGE.rglob("*.py"))}
     assert not {name: n for name, n in sizes.items() if n > 600}
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """The names a module binds at its top level: definitions, assignments, imports."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        else:
+            names.update(target for target, _ in _bindings([node]))
+    return names
+
+
+def map_problems(package: Path = PACKAGE, design: Path = DESIGN) -> list[str]:
+    """What the map (docs/design.md) names that the package does not have: an entry function
+    of the folders table (`module.function`, in that folder) that its module does not define,
+    a module of the features table that does not exist, or a public name there that none of its
+    row's modules defines; and a map over 2,500 words."""
+    found = modules(package)
+    problems: list[str] = []
+    words = len(design.read_text().split())
+    if words > 2500:
+        problems.append(f"the map has {words} words, over 2,500: move details to a folder's note")
+    for line in section("Folders", design).splitlines():
+        cells = line.split(" | ")
+        if len(cells) != 3 or not re.fullmatch(r"\| `[\w.]+`", cells[0]):
+            continue
+        unit = cells[0][3:-1]
+        entries = re.search(r"\(([^()]*)\)$", cells[1])
+        for entry in re.findall(r"`([\w.]+)`", entries.group(1) if entries else ""):
+            module, _, name = entry.rpartition(".")
+            dotted = f"{unit}.{module}" if module else unit
+            if dotted not in found or name not in _top_level_names(found[dotted]):
+                problems.append(f"{unit}'s entry function {entry} is not in {dotted}")
+    for line in section("Where each feature lives", design).splitlines():
+        cells = line.split(" | ")
+        if len(cells) != 3 or cells[0].startswith("| feature") or cells[0].startswith("| ---"):
+            continue
+        places = re.findall(r"`(_[\w.]+)`", cells[1])
+        for place in places:
+            if place not in found:
+                problems.append(f"the features table names {place}, no module of the package")
+        defined = set().union(*(_top_level_names(found[p]) for p in places if p in found))
+        for name in re.findall(r"`([A-Za-z]\w*)`", cells[0]):
+            if name not in defined:
+                problems.append(f"{name} is not defined in {', '.join(places)}")
+    return problems
+
+
+def test_the_map_names_what_the_package_has() -> None:
+    """docs/design.md is the page read first: at most 2,500 words, and its folders' entry
+    functions and its features' modules are where it says."""
+    problems = map_problems()
+    assert not problems, "docs/design.md and the package disagree:\n" + "\n".join(problems)

@@ -11,7 +11,7 @@ accept on the mesh: rank, each mesh axis once, axes the mesh has, sizes it divid
 must refuse. Everything is abstract (`jax.eval_shape`, `nnx.eval_shape`, an `AbstractMesh`):
 no devices, no arrays.
 
-What is not generated, being documented differences (docs/design.md §16): a logical name on
+What is not generated, being documented differences (docs/design/sharding.md): a logical name on
 two dimensions of one array (refused here, as flax linen does; nnx takes it when it maps to
 None), several rules for one name (here the first that fits, as linen; nnx keeps the last),
 and undeclared arrays inside a stack (here they get the stack's axes; nnx leaves them

@@ -1,5 +1,5 @@
 """The rules as a value, without trees: `AxisRules(rules, mesh sizes).fit(wanted, shape)` gives
-an array's spec or its problems (docs/design.md §16). The same rules reach users through the
+an array's spec or its problems (docs/design/sharding.md). The same rules reach users through the
 tree functions, tested in test_sharding_declarations.py and test_sharding_scale_out.py; here
 each rule is pinned where it is decided."""
 
