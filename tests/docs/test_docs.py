@@ -246,7 +246,9 @@ def pydoc_html_text(html: str) -> str:
 
 def test_api_reference_lists_every_public_name() -> None:
     text = (ROOT / "docs" / "api.md").read_text()
-    documented = re.findall(r"^::: jax_dataclasses(?:\._\w+(?:\.\w+)*)?\.(\w+)$", text, re.MULTILINE)
+    documented = re.findall(
+        r"^::: jax_dataclasses(?:\._\w+(?:\.\w+)*)?\.(\w+)$", text, re.MULTILINE
+    )
     assert sorted(documented) == sorted(jdc.__all__)
 
 
