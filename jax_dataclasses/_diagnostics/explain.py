@@ -14,22 +14,27 @@ a comparison shows (a function made anew, NaN). `_diagnostics.recompiles` record
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import re
 import types
-import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
-import jax
 import numpy as np
-from jax import core, dtypes
 
-from jax_dataclasses._core.printing import DEFINED_AGAIN, array_summary, device_ids
-from jax_dataclasses._core.record import layout_of
+from jax_dataclasses._core.printing import DEFINED_AGAIN, device_ids
 from jax_dataclasses._core.static_values import value_problem
-from jax_dataclasses._tree_api import flatten_one_level, keyed_level, keystr, type_of
+from jax_dataclasses._diagnostics.records import (
+    ArrayRecord,
+    LeafRecord,
+    NodeRecord,
+    Record,
+    StaticRecord,
+    by_identity,
+    held_text,
+    live,
+    record,
+    text_of,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,277 +85,6 @@ class JitDiff(tuple[JitChange, ...]):
                 "and shardings"
             )
         return "\n".join(map(str, self))
-
-
-# -- records: what jax.jit's cache keeps of a tree, without the arrays ------------------------
-
-
-@dataclasses.dataclass(slots=True)
-class _Leaf:
-    """An array-like leaf: what `jax.jit` traces it as (`shape`, canonical `dtype`, `weak`
-    type), and where it lives (a device array's `sharding`, a traced one's type's, or None).
-    `given`: the dtype as given (`float64`), for the text, made when a report shows it;
-    `number`: a Python number's value (a static argument of a `jax.jit` we did not make?)."""
-
-    shape: tuple[int, ...]
-    dtype: object
-    weak: bool
-    sharding: object
-    given: object = None
-    number: object = None
-    _text: str | None = dataclasses.field(default=None, compare=False, repr=False)
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            shown = types.SimpleNamespace(
-                shape=self.shape, dtype=self.given, sharding=self.sharding
-            )
-            self._text = (
-                f"Python {type(self.number).__name__}"
-                if self.given is None  # A Python number.
-                else array_summary(shown) + (" (weakly typed)" if self.weak else "")
-            )
-        return self._text
-
-
-@dataclasses.dataclass(slots=True)
-class _Static:
-    """A value compared with `==`, as `jax.jit` compares static values, as `_held` keeps it;
-    its text is made when a report shows it (an identity-compared object's, when held)."""
-
-    held: object
-    _text: str | None = dataclasses.field(default=None, compare=False, repr=False)
-
-    @property
-    def text(self) -> str:
-        if self._text is None:
-            self._text = _held_text(self.held)
-        return self._text
-
-
-class _Weak:
-    """An identity-compared value, held by weak reference: equal to a `_Weak` of the same
-    object while it lives."""
-
-    __slots__ = ("ref", "text")
-
-    def __init__(self, value: object) -> None:
-        self.ref = weakref.ref(value)
-        self.text = text_of(value)
-
-    def __eq__(self, other: object) -> bool:
-        alive = self.ref()
-        return isinstance(other, _Weak) and alive is not None and alive is other.ref()
-
-
-class _Array:
-    """An array in a static value, as its summary: equal to nothing (`==` on arrays never
-    finds a compilation)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, value: object) -> None:
-        self.text = f"array {array_summary(value)}"
-
-
-class _Node:
-    """A pytree node: its class, its static values (`names`: named fields of our classes, or
-    the aux data of others under ""), each as `_held` keeps it, and its children under their
-    keys' texts (`.w`, `[0]`, `['a']`). Nodes of one of our classes share their `names` and
-    `keys` tuples, and a node is one object with two tuples: a record of a large tree stays a
-    few objects per node, so that it sets off few garbage collections."""
-
-    __slots__ = ("cls", "keys", "names", "records", "statics")
-
-    def __init__(
-        self,
-        cls: type,
-        names: tuple[str, ...],
-        statics: tuple[object, ...],
-        keys: tuple[str, ...],
-        records: tuple[Record, ...],
-    ) -> None:
-        self.cls, self.names, self.statics, self.keys, self.records = (
-            cls,
-            names,
-            statics,
-            keys,
-            records,
-        )
-
-
-Record = _Leaf | _Static | _Node
-_GONE = object()
-_SCALARS: Mapping[type, type] = types.MappingProxyType(
-    {bool: np.bool_, int: np.int64, float: np.float64, complex: np.complex128}
-)
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-_PLAIN = frozenset({str, int, float, bool, type(None)})  # Kept as they are, read first.
-
-
-class _Building:
-    """A node whose children are being recorded (`record` keeps a stack, not Python's)."""
-
-    __slots__ = ("cls", "into", "keys", "names", "records", "statics")
-
-    def __init__(
-        self,
-        into: list[Record],
-        cls: type,
-        names: tuple[str, ...],
-        statics: tuple[object, ...],
-        keys: tuple[str, ...],
-    ) -> None:
-        self.into, self.cls, self.names, self.statics, self.keys = into, cls, names, statics, keys
-        self.records: list[Record] = []
-
-
-_OTHERS = ("",)
-"""The name of another library's node's one static value, its aux data."""
-
-
-def record(tree: object) -> Record:
-    """What `jax.jit`'s cache keeps of `tree` (no arrays), at any depth (`jax.jit` takes
-    trees deeper than Python's recursion limit). Leaves of the same type and sharding share
-    one `_Leaf`, and nodes of one class their names and keys."""
-    result: list[Record] = []
-    work: list[tuple[object, list[Record]] | _Building] = [(tree, result)]
-    texts: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # Per class, made once.
-    leaves: dict[object, _Leaf] = {}
-    while work:
-        item = work.pop()
-        if isinstance(item, _Building):
-            item.into.append(
-                _Node(item.cls, item.names, item.statics, item.keys, tuple(item.records))
-            )
-            continue
-        value, into = item
-        cls = type_of(value)
-        layout = layout_of(cls)
-        if layout is not None:
-            children, aux = layout.flatten(value)
-            statics = tuple(map(_held, layout.static_values(aux)))
-            names_keys = texts.get(cls)
-            if names_keys is None:
-                names = tuple(f".{name}" for name in layout.statics)
-                keys = tuple(keystr((key,)) for key, _ in layout.flatten_with_keys(value)[0])
-                names_keys = texts[cls] = (names, keys)
-            names, keys = names_keys
-        else:
-            level = flatten_one_level(value)
-            if level is None:
-                into.append(_leaf(value, leaves))
-                continue
-            # Another library's node (or a container): its aux data as one value.
-            names, statics = _OTHERS, (_held(level[1]),)
-            keyed = keyed_level(value)[0]
-            keys, children = tuple(keystr(path) for path, _ in keyed), tuple(c for _, c in keyed)
-        building = _Building(into, cls, names, statics, keys)
-        work.append(building)
-        work.extend((child, building.records) for child in reversed(children))
-    return result[0]
-
-
-def _leaf(value: object, shared: dict[object, _Leaf]) -> _Leaf | _Static:
-    """A leaf's record; a JAX array's or tracer's is the one in `shared` for its type and
-    sharding, if there is one (most leaves of a model share a few)."""
-    kind = type(value)
-    scalar = _SCALARS.get(kind)
-    if scalar is not None:
-        canonical = dtypes.canonicalize_dtype(scalar)
-        return _Leaf((), canonical, kind is not bool, None, number=value)
-    aval: object = getattr(value, "aval", None)  # A JAX array's or tracer's type: the fast read.
-    typed = value if aval is None else aval
-    shape, dtype = getattr(typed, "shape", None), getattr(typed, "dtype", None)
-    if shape is None or dtype is None:
-        return static(value)  # Not an array: jax.jit takes it only as a static value.
-    sharding = getattr(aval if isinstance(value, core.Tracer) else value, "sharding", None)
-    key = (aval, sharding)
-    try:
-        found = shared.get(key) if aval is not None else None
-    except TypeError:  # An unhashable type or sharding: not shared.
-        aval = None
-        found = None
-    if found is not None:
-        return found
-    weak = getattr(typed, "weak_type", False)
-    given: object = dtype
-    if isinstance(dtype, np.dtype):
-        dtype = dtypes.canonicalize_dtype(dtype)
-    made = _Leaf(tuple(cast("Iterable[int]", shape)), dtype, bool(weak), sharding, given)
-    if aval is not None:
-        shared[key] = made
-    return made
-
-
-def static(value: object) -> _Static:
-    return _Static(_held(value))  # A static value as a record keeps it.
-
-
-def _held(value: object) -> object:
-    """`value` as a record keeps it, keeping nothing alive that `jax.jit` lets go of: an array
-    as its summary (`_Array`), an identity-compared object by weak reference (`_Weak`), in
-    tuples, lists and dicts too; any other value as it is."""
-    if type(value) in _PLAIN:
-        return value
-    if _is_array(value):
-        return _Array(value)
-    items = _items_mapped(value, _held)
-    if items is not _GONE:
-        return items
-    if _by_identity(value):
-        with contextlib.suppress(TypeError):  # Not weakly referable: kept, as jax.jit keeps it.
-            return _Weak(value)
-    return value
-
-
-def _live(held: object) -> object:
-    """The value `held` stands for (`_held` undone): `_GONE` for an object no longer alive,
-    an `_Array` for an array."""
-    if isinstance(held, _Weak):
-        alive = held.ref()
-        return _GONE if alive is None else alive
-    items = _items_mapped(held, _live)
-    return held if items is _GONE else items
-
-
-def _items_mapped(value: object, function: Callable[[object], object]) -> object:
-    """A dict, list, tuple or named tuple of `function` of each item; `_GONE` for any other
-    value (and a named tuple with a constructor of its own)."""
-    kind = type(value)
-    if kind is dict:
-        return {k: function(v) for k, v in cast("dict[object, object]", value).items()}
-    if kind is list or kind is tuple:
-        mapped = [function(item) for item in cast("Sequence[object]", value)]
-        return mapped if kind is list else tuple(mapped)
-    if isinstance(value, tuple) and hasattr(kind, "_make"):  # A named tuple.
-        with contextlib.suppress(Exception):
-            return cast(Any, kind)._make(map(function, cast("Sequence[object]", value)))
-    return _GONE
-
-
-def _is_array(value: object) -> bool:
-    return isinstance(value, jax.Array | np.ndarray)
-
-
-def _by_identity(value: object) -> bool:
-    """Whether `==` on `value` is identity (the type keeps `object.__eq__`)."""
-    return type(value).__eq__ is object.__eq__ and not isinstance(value, type)
-
-
-def text_of(value: object, limit: int = 80) -> str:
-    """A value in a few words (at most `limit` characters), without memory addresses (which
-    differ on every run)."""
-    if isinstance(value, types.FunctionType):
-        return f"<function {value.__qualname__}>"
-    if _by_identity(value) and type(value).__repr__ is object.__repr__:
-        return f"<{type(value).__qualname__} object>"
-    try:
-        text = _ADDRESS.sub("", repr(value))
-    except Exception:  # A repr that fails: a report must not.
-        return f"<{type(value).__qualname__} object>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- the comparison ------------------------------------------------------------------------
@@ -413,15 +147,15 @@ class Comparison:
         work = [(path, old, new, kind)]
         while work:
             path, old, new, kind = work.pop()
-            if isinstance(old, _Leaf) and isinstance(new, _Leaf):
+            if isinstance(old, LeafRecord) and isinstance(new, LeafRecord):
                 self._leaves(path, old, new)
-            elif isinstance(old, _Static) and isinstance(new, _Static):
+            elif isinstance(old, StaticRecord) and isinstance(new, StaticRecord):
                 self._values(path, kind, old, new)
-            elif isinstance(old, _Node) and isinstance(new, _Node) and old.cls is new.cls:
+            elif isinstance(old, NodeRecord) and isinstance(new, NodeRecord) and old.cls is new.cls:
                 work.extend(reversed(self._nodes(path, old, new)))
             elif (
-                isinstance(old, _Node)
-                and isinstance(new, _Node)
+                isinstance(old, NodeRecord)
+                and isinstance(new, NodeRecord)
                 and _NONE not in (old.cls, new.cls)
             ):
                 fix = _REDEFINED if old.cls.__qualname__ == new.cls.__qualname__ else ""
@@ -432,7 +166,7 @@ class Comparison:
     def add(self, path: str, kind: str, before: str, after: str, fix: str = "") -> None:
         self.found.append(JitChange(path, kind, before, after, fix))
 
-    def _leaves(self, path: str, old: _Leaf, new: _Leaf) -> None:
+    def _leaves(self, path: str, old: LeafRecord, new: LeafRecord) -> None:
         if old.shape != new.shape:
             self.add(path, "shape", old.text, new.text)
         elif old.dtype != new.dtype:
@@ -458,7 +192,9 @@ class Comparison:
             change = JitChange(path, "value", repr(old.number), repr(new.number), fix)
             self.numbers.append(change)
 
-    def _nodes(self, path: str, old: _Node, new: _Node) -> list[tuple[str, Record, Record, str]]:
+    def _nodes(
+        self, path: str, old: NodeRecord, new: NodeRecord
+    ) -> list[tuple[str, Record, Record, str]]:
         """Nodes of one class: their static values by name (when their children's keys are
         the same); returns their children to compare, by key (a dict's kept keys too)."""
         if old.keys != new.keys:
@@ -471,11 +207,11 @@ class Comparison:
         for name, before, after in zip(new.names, old.statics, new.statics, strict=True):
             if not same(before, after):
                 kind = "static field" if name else "metadata"
-                self._values(path + name, kind, _Static(before), _Static(after))
+                self._values(path + name, kind, StaticRecord(before), StaticRecord(after))
         pairs = zip(new.keys, old.records, new.records, strict=True)
         return [(path + key, was, now, "static value") for key, was, now in pairs]
 
-    def _values(self, path: str, kind: str, old: _Static, new: _Static) -> None:
+    def _values(self, path: str, kind: str, old: StaticRecord, new: StaticRecord) -> None:
         """Two static values; where they are containers of the same keys, at the items that
         differ (`.hparams['schedule']`, another library's aux data `[2]`)."""
         if same(old.held, new.held):
@@ -485,7 +221,7 @@ class Comparison:
             self.add(path, kind, *_told_apart(old, new), _never_equal(old, new))
             return
         for key, was, now in parts:
-            items = (_Static(held) for held in (was, now))
+            items = (StaticRecord(held) for held in (was, now))
             self._values(path + key, kind, *items)
 
 
@@ -534,15 +270,15 @@ def same(old: object, new: object) -> bool:
         return False
 
 
-def _never_equal(old: _Static, new: _Static) -> str:
+def _never_equal(old: StaticRecord, new: StaticRecord) -> str:
     """Why a static value, which replaced `old` and compares unequal to it, may never hit the
     cache, and the fix; empty for a plain change of value."""
-    if isinstance(new.held, _Array) or _holds_array(new.held):
+    if isinstance(new.held, ArrayRecord) or _holds_array(new.held):
         return (
             "an array as a static value is compared with ==, which raises or never matches: "
             "store a tuple (tuple(array.tolist())) or make the field a child"
         )
-    value = _live(new.held)
+    value = live(new.held)
     again = old.text == new.text  # The same function or class, by name (the old may be gone).
     if isinstance(value, types.FunctionType):
         return _PER_CALL if again else ""
@@ -552,7 +288,7 @@ def _never_equal(old: _Static, new: _Static) -> str:
     problem = value_problem(value)  # Unhashable, or hashed by identity (construction's check).
     if problem is not None and problem != "array":
         return f"{problem}: {_BY_VALUE}"
-    if again and _by_identity(value):
+    if again and by_identity(value):
         return (
             f"{_type_name(value)} compares by identity, so every new object compiles "
             f"again: create it once and pass the same object, or {_BY_VALUE}"
@@ -588,7 +324,7 @@ def _nan(value: object) -> str | None:
 
 def _summary(item: Record) -> str:
     """A node or leaf in a few words: `list of 2 items`, `dict with keys 'a', 'b'`, `None`."""
-    if not isinstance(item, _Node):
+    if not isinstance(item, NodeRecord):
         return item.text
     cls = item.cls
     if cls is type(None):
@@ -609,27 +345,21 @@ def local_name(qualname: str) -> str:
     return qualname.rpartition("<locals>.")[2]
 
 
-def _held_text(held: object, limit: int = 80) -> str:
-    if isinstance(held, _Weak | _Array):
-        return held.text
-    return text_of(_live(held), limit)
-
-
 def _holds_array(held: object) -> bool:
     """Whether a held container holds an array, at any depth."""
     if isinstance(held, dict):
         return any(map(_holds_array, cast("dict[object, object]", held).values()))
     if isinstance(held, list | tuple):
         return any(map(_holds_array, cast("Sequence[object]", held)))
-    return isinstance(held, _Array)
+    return isinstance(held, ArrayRecord)
 
 
-def _told_apart(old: _Static, new: _Static) -> tuple[str, str]:
+def _told_apart(old: StaticRecord, new: StaticRecord) -> tuple[str, str]:
     """The texts of two static values, where `text_of` cut them at a common prefix: from
     shortly before their full texts first differ."""
     if old.text != new.text:
         return old.text, new.text
-    before, after = _held_text(old.held, limit=10_000), _held_text(new.held, limit=10_000)
+    before, after = held_text(old.held, limit=10_000), held_text(new.held, limit=10_000)
     start = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), None)
     if start is None or start < 40:
         return old.text, new.text

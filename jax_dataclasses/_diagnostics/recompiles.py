@@ -32,16 +32,8 @@ from jax._src import config as _config
 from jax._src import source_info_util
 
 from jax_dataclasses._core.static_values import warn_at_user
-from jax_dataclasses._diagnostics.explain import (
-    Comparison,
-    JitDiff,
-    Record,
-    local_name,
-    record,
-    same,
-    static,
-    text_of,
-)
+from jax_dataclasses._diagnostics.explain import Comparison, JitDiff, local_name, same
+from jax_dataclasses._diagnostics.records import Record, record, static, text_of
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 Report = Literal["warn", "log"]
