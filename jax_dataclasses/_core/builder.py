@@ -57,6 +57,7 @@ from jax_dataclasses._core.options import (
 from jax_dataclasses._core.printing import repr_sources
 from jax_dataclasses._core.record import (
     LAYOUT_ATTR,
+    Changes,
     Layout,
     inherited_evolution,
     layout_of,
@@ -207,9 +208,7 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
     if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
     _install(cls, methods)
-    if before is not None:
-        layout.built = _changes(cls, before)
-    register(layout)
+    register(layout if before is None else layout.replace(built=_changes(cls, before)))
     return cls
 
 
@@ -282,6 +281,7 @@ def _compile(
     evolution: Evolution = NO_EVOLUTION,
     params: list[dataclasses.Field[Any]] | None = None,
     generate_repr: bool = False,
+    built: Changes | None = None,
 ) -> tuple[Layout, dict[str, Callable[..., Any]]]:
     """The class's layout, with its generated functions compiled in one go; and the functions
     by name (with `generate_repr`, `__repr__` and `_repr_pretty_` among them)."""
@@ -294,7 +294,7 @@ def _compile(
         sources.extend(repr_sources())
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
-    return Layout(cls, declarations, functions, reload, settle, evolution), functions
+    return Layout(cls, declarations, functions, reload, settle, evolution, built), functions
 
 
 class _Deferral:
@@ -330,15 +330,16 @@ class _Deferral:
                 self.cls, declarations, inherited_evolution(self.cls)
             )
             init = layout.init
-            rebuilt, _ = _compile(self.cls, declarations, None, init is not None, evolution)
-            rebuilt.built = layout.built  # What an automatic build changed stays its record.
+            rebuilt, _ = _compile(
+                self.cls, declarations, None, init is not None, evolution, built=layout.built
+            )  # What an automatic build changed stays its record.
             # `__init__` first: once the record is no longer pending, a call that decides
             # finds nothing to wait for and calls `__init__` again, which must be decided.
             # (Until then a new `__init__` may meet the old flatten, which waits, then calls
             # the decided one.)
             if init is not None and rebuilt.init is not None:
                 take_code(init, rebuilt.init)
-            rebuilt.init = init  # The function the class holds.
+                rebuilt = rebuilt.replace(functions={"__init__": init})  # The class holds it.
             register(rebuilt)
 
     def _decide(self, declared: Declaration) -> Declaration:
@@ -363,8 +364,7 @@ def reload(
     `__init__` as decided in the pickling process (`Layout.__reduce__`). A pickle made before
     classes had an `Evolution` has none."""
     layout, _ = _compile(cls, declarations, None, False, evolution)
-    layout.init = init
-    register(layout)
+    register(layout if init is None else layout.replace(functions={"__init__": init}))
     return cast(Layout, recorded(cls))
 
 
@@ -492,7 +492,7 @@ def adopt(sub: type) -> None:
 # -- the methods every class gets, and how they are installed -------------------------------
 
 
-def _changes(cls: type, before: Mapping[str, object]) -> tuple[tuple[str, object, object], ...]:
+def _changes(cls: type, before: Mapping[str, object]) -> Changes:
     """What a build changed on `cls`, whose namespace was `before`: for each attribute, its
     name, its value before (`_GONE`: none) and the one the build left (`Layout.built`). The
     record apart: its registration with JAX stays (a build that follows gives JAX's
@@ -512,7 +512,7 @@ def _as_written(cls: type) -> dict[str, object]:
     return {**cls.__dict__, **{name: copy.copy(cls.__dict__[name]) for name in fields}}
 
 
-def _undo(cls: type, changes: tuple[tuple[str, object, object], ...]) -> None:
+def _undo(cls: type, changes: Changes) -> None:
     """Take back a build's `changes` where the class still holds what the build left. What
     another decorator did since (an attribute it added, a method it wrapped) stays, as the
     standard library keeps every decorator's work: never a namespace put back whole."""

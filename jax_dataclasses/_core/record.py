@@ -19,25 +19,48 @@ from __future__ import annotations
 import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from jax import tree_util
 
 from jax_dataclasses._core.codegen import FunctionSource, take_code
-from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution
+from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution, Mark
 from jax_dataclasses._field_declarations.reader import Declaration
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
 Unflatten = Callable[[Any, Any], Any]
+TREE_FUNCTIONS = ("flatten", "flatten_with_keys", "unflatten")
+"""The names of the functions JAX holds for a class (`Layout.functions`)."""
+Changes = tuple[tuple[str, object, object], ...]
+"""What a build changed on a class: per attribute, its name, value before and value left."""
 
 
 class Layout:
     """The record of one registered class: its fields' declarations, how its checkpoints
     changed (`Evolution`), how instances are split into children and static values, and its
-    generated functions.
+    generated functions. Immutable: every attribute is set as it is made, and a change is a
+    new record (`replace`), so whoever holds one reads what was decided then.
 
     The static values travel as the treedef's aux data in the cheapest form JAX compares:
     None without static fields, the bare value with one, a tuple with several.
+
+    Attributes:
+        cls: The class.
+        declarations: Every field's, in `dataclasses.fields` order.
+        evolution: How checkpoints of the class changed: its own declaration and its bases'.
+        children, statics: The fields' names, children and static values apart.
+        marks: What makes each of `statics` static.
+        frozen: The children declared `Frozen`: not trained.
+        flatten: `flatten(obj) -> (children, aux)`: children a tuple in field order.
+        flatten_with_keys: The same, each child with its `GetAttrKey`.
+        unflatten: `unflatten(aux, children)`: a new instance, built field by field (no
+            `__init__`).
+        init: Our generated `__init__`, if the class has it: built again, it takes new code.
+        reload: The builder's entry point for a class cloudpickle rebuilds (`__reduce__`).
+        built: What a build as the class was created (a subclass of a base that makes pytree
+            subclasses) changed on it, attribute by attribute: the name, the value before (or
+            the builder's mark of none) and the value it left; None for a decorated class. A
+            decorator that follows takes back only what still holds the value left.
     """
 
     __slots__ = (
@@ -58,6 +81,22 @@ class Layout:
         "unflatten",
     )
 
+    cls: type
+    declarations: tuple[Declaration, ...]
+    evolution: Evolution
+    children: tuple[str, ...]
+    statics: tuple[str, ...]
+    marks: tuple[Mark, ...]
+    frozen: frozenset[str]
+    flatten: Flatten
+    flatten_with_keys: Callable[[Any], Any]
+    unflatten: Unflatten
+    init: Callable[..., None] | None
+    reload: Callable[..., Layout]
+    built: Changes | None
+    _by_name: dict[str, Declaration]
+    _settle: Callable[[], None] | None
+
     def __init__(
         self,
         cls: type,
@@ -66,34 +105,54 @@ class Layout:
         reload: Callable[..., Layout],
         settle: Callable[[], None] | None = None,
         evolution: Evolution = NO_EVOLUTION,
+        built: Changes | None = None,
     ) -> None:
-        self.cls = cls
-        self.declarations = declarations
-        """Every field's, in `dataclasses.fields` order."""
-        self.evolution = evolution
-        """How checkpoints of the class changed: its own declaration and its bases'."""
-        self._by_name = {d.name: d for d in declarations}
-        self.children = tuple(d.name for d in declarations if d.static is None)
-        self.statics = tuple(d.name for d in declarations if d.static is not None)
-        self.marks = tuple(d.static for d in declarations if d.static is not None)
-        """What makes each of `statics` static."""
-        self.frozen = frozenset(d.name for d in declarations if d.frozen)
-        """The children declared `Frozen`: not trained."""
-        self.flatten: Flatten = functions["flatten"]
-        """`flatten(obj) -> (children, aux)`: children a tuple in field order."""
-        self.flatten_with_keys: Callable[[Any], Any] = functions["flatten_with_keys"]
-        self.unflatten: Unflatten = functions["unflatten"]
-        """`unflatten(aux, children)`: a new instance, built field by field (no `__init__`)."""
-        self.init: Callable[..., None] | None = functions.get("__init__")
-        """Our generated `__init__`, if the class has it: built again, it takes new code."""
-        self.reload = reload
-        """The builder's entry point for a class cloudpickle rebuilds (`__reduce__`)."""
-        self._settle = settle
-        self.built: tuple[tuple[str, object, object], ...] | None = None
-        """What a build as the class was created (a subclass of a base that makes pytree
-        subclasses) changed on it, attribute by attribute: the name, the value before (or the
-        builder's mark of none) and the value it left; None for a decorated class. A decorator
-        that follows takes back only what still holds the value left."""
+        values: dict[str, object] = {
+            "cls": cls,
+            "declarations": declarations,
+            "evolution": evolution,
+            "_by_name": {d.name: d for d in declarations},
+            "children": tuple(d.name for d in declarations if d.static is None),
+            "statics": tuple(d.name for d in declarations if d.static is not None),
+            "marks": tuple(d.static for d in declarations if d.static is not None),
+            "frozen": frozenset(d.name for d in declarations if d.frozen),
+            "flatten": functions["flatten"],
+            "flatten_with_keys": functions["flatten_with_keys"],
+            "unflatten": functions["unflatten"],
+            "init": functions.get("__init__"),
+            "reload": reload,
+            "_settle": settle,
+            "built": built,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"a Layout is immutable ({name}): make a new one with Layout.replace")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"a Layout is immutable: {name} stays")
+
+    def replace(
+        self,
+        *,
+        functions: Mapping[str, Callable[..., Any]] | None = None,
+        built: Changes | None = None,
+    ) -> Layout:
+        """A new record like this one, with `functions` (by name, as the constructor takes
+        them) in place of some of its functions, and `built`, if given."""
+        mine: dict[str, Callable[..., Any]] = dict(zip(TREE_FUNCTIONS, self.functions, strict=True))
+        if self.init is not None:
+            mine["__init__"] = self.init
+        return Layout(
+            self.cls,
+            self.declarations,
+            {**mine, **(functions or {})},
+            self.reload,
+            self._settle,
+            self.evolution,
+            self.built if built is None else built,
+        )
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -101,6 +160,7 @@ class Layout:
 
     @property
     def functions(self) -> tuple[Callable[..., Any], ...]:
+        """The functions JAX holds, in `TREE_FUNCTIONS` order."""
         return (self.flatten, self.flatten_with_keys, self.unflatten)
 
     @property
@@ -201,8 +261,8 @@ def on_register(hook: Callable[[Layout], None]) -> None:
 
 def register(layout: Layout) -> None:
     """Register `layout.cls` with JAX as a keyed pytree node with `layout`'s functions, or, if
-    it is registered already, give the functions JAX holds their code; then keep `layout` as
-    the class's record (`layout_of`) and tell the hooks (`on_register`)."""
+    it is registered already, give the functions JAX holds their code; then keep `layout` (with
+    the functions JAX holds) as the class's record (`layout_of`) and tell the hooks (`on_register`)."""
     cls = layout.cls
     with _LOCK:  # A check and a set: one registration with JAX per class, whichever thread.
         old = recorded(cls)
@@ -222,7 +282,7 @@ def register(layout: Layout) -> None:
         else:  # JAX and the old layout's users hold the old functions: give them the new code.
             for target, source in zip(old.functions, layout.functions, strict=True):
                 take_code(target, source)
-            layout.flatten, layout.flatten_with_keys, layout.unflatten = old.functions
+            layout = layout.replace(functions=dict(zip(TREE_FUNCTIONS, old.functions, strict=True)))
         setattr(cls, LAYOUT_ATTR, layout)
         for hook in _ON_REGISTER:
             hook(layout)
