@@ -23,6 +23,7 @@ from typing import Any, NoReturn, cast
 
 from jax import tree_util
 
+from jax_dataclasses._core import messages
 from jax_dataclasses._core.codegen import FunctionSource, take_code
 from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution, Mark
 from jax_dataclasses._field_declarations.reader import Declaration
@@ -273,10 +274,7 @@ def register(layout: Layout) -> None:
                 )
             except ValueError as error:  # JAX's "Duplicate custom PyTreeDef type registration".
                 raise ValueError(
-                    f"{cls.__qualname__} is already registered with JAX as a pytree node, by "
-                    "something other than pytree_dataclass (jax.tree_util.register_dataclass, "
-                    "register_pytree_node or another library's decorator or base class). "
-                    "Remove that registration: pytree_dataclass registers the class itself."
+                    messages.REGISTERED_ELSEWHERE.format(cls=cls.__qualname__)
                 ) from error
             _REGISTERED.append(cls)
         else:  # JAX and the old layout's users hold the old functions: give them the new code.
