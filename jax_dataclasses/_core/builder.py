@@ -5,8 +5,8 @@ check the class, let `dataclasses` collect its fields, declare every field (the 
 its annotations, `_field_declarations`), choose its methods, compile its generated functions
 once, install them once, register it (`_core.record.register`). Its record, the `Layout`,
 holds everything decided. The other entry points take the same steps: an undecorated subclass
-(`adopt`), names not yet defined at decoration (`_Deferral.settle`, at the first use), and a
-class cloudpickle rebuilds (`reload`). Only this module calls the code generator and `register`.
+(`adopt`), names not yet defined at decoration (`_Deferral.settle`, at the first use, through
+the generated functions' one trampoline, `waiting`), and a class cloudpickle rebuilds (`reload`).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from jax_dataclasses._core.record import (
     recorded,
     register,
     tree_sources,
+    waiting,
 )
 from jax_dataclasses._field_declarations.evolution import declared_evolution
 from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution, refuse_dropped_frozen
@@ -321,9 +322,10 @@ def _compile(
     by name (with `generate_repr`, `__repr__` and `_repr_pretty_` among them)."""
     children = tuple(d.name for d in declarations if d.static is None)
     statics = tuple(d.name for d in declarations if d.static is not None)
-    sources = tree_sources(cls, children, statics, deferral is not None)
+    sources = tree_sources(cls, children, statics)
     if generate_init:
-        sources.append(init_source(cls, statics, deferral is not None, params))
+        sources.append(init_source(cls, statics, params))
+    sources = [waiting(source) for source in sources] if deferral is not None else sources
     if generate_repr:
         sources.extend(repr_sources())
     functions = make_functions(cls, sources)
@@ -333,13 +335,12 @@ def _compile(
 
 class _Deferral:
     """The one deferral: names that a class's annotations used before they were defined are
-    decided at the class's first use (the generated `__init__`, flatten, keyed flatten and
-    unflatten call `settle` first, as does everything that reads the declarations): only
-    those names are looked up, in the scope that defines the class as it is then; every
-    other name keeps the value it had at decoration (`Pending.names`). Then the class is
-    built again, and its functions take the new code in place: it then costs what any class
-    costs. A field whose name is still undefined (imported under
-    `TYPE_CHECKING` only) is a child, for good."""
+    decided at the class's first use (each generated function is the trampoline `waiting`,
+    which calls `settle` first, as does everything that reads the declarations): only those
+    names are looked up, in the scope that defines the class as it is then; every other name
+    keeps the value it had at decoration (`Pending.names`). Then the class is built again, and
+    its functions take the new code in place: it then costs what any class costs. A field
+    whose name is still undefined (imported under `TYPE_CHECKING` only) is a child, for good."""
 
     def __init__(self, cls: type, pending: tuple[Pending, ...], inherited: dict[str, type]):
         self.cls = cls

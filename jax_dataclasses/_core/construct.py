@@ -30,7 +30,7 @@ from typing import Any, NoReturn, cast
 
 from jax_dataclasses._core import messages
 from jax_dataclasses._core.codegen import AnnotationsOf, FunctionSource
-from jax_dataclasses._core.record import LAYOUT_ATTR, Layout, layout_of, recorded
+from jax_dataclasses._core.record import Layout, layout_of, recorded
 from jax_dataclasses._core.static_values import OK_TYPES, check_static_value, warn_once
 from jax_dataclasses._field_declarations.scope import class_annotations, is_classvar
 
@@ -112,12 +112,9 @@ def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
 def init_source(
     cls: type,
     statics: tuple[str, ...],
-    pending: bool = False,
     params: list[dataclasses.Field[Any]] | None = None,
 ) -> FunctionSource:
-    """`cls.__init__`: set every field, check static values, call `__post_init__`. With
-    `pending`, it decides the fields whose annotations named something undefined, and runs
-    the `__init__` that the class has then (this function, with the decided code). `params`:
+    """`cls.__init__`: set every field, check static values, call `__post_init__`. `params`:
     `init_parameters(cls)`, if the caller has them."""
     params = init_parameters(cls) if params is None else params
     fields = dataclasses.fields(cls)
@@ -196,11 +193,8 @@ def init_source(
     # `init=False`) may define one of its own.
     checks_if = "" if has_check_init(cls) else f"if __jdc_type({this}) is not __jdc_cls: "
     body.append(f"{checks_if}__jdc_check_inits({this})")
-    if pending:  # Decide, then run the code this function has once decided (the same helpers).
-        passed = ", ".join(f"{f.name}={f.name}" for f in params)
-        record = f"__jdc_cls.{LAYOUT_ATTR}"
-        body = [*body[:checks], f"{record}.settle()", f"{record}.init({this}, {passed})"]
-    return FunctionSource("__init__", signature, body, helpers, init_annotations(cls, params))
+    annotations = init_annotations(cls, params)
+    return FunctionSource("__init__", signature, body, helpers, annotations, checks)
 
 
 if sys.version_info >= (3, 14):

@@ -287,15 +287,15 @@ def register(layout: Layout) -> None:
 
 
 def tree_sources(
-    cls: type, children: tuple[str, ...], statics: tuple[str, ...], pending: bool = False
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...]
 ) -> list[FunctionSource]:
     """Flatten, flatten-with-keys and unflatten for one layout, as JAX's custom nodes are
     fastest: literal tuples, aux data as in `Layout`, fields set with `object.__setattr__`
     (writing `__dict__` directly is about twice as fast, but gives every instance JAX builds
     a dict of its own: 64 bytes more than a constructed one, on Python 3.11 to 3.13). Each
     function's closure variables are the same for every layout, so `take_code` can move
-    code between them. With `pending`, each first decides the class's pending fields and then
-    runs its code as decided (through the class: no helper of its own)."""
+    code between them; each has the class as `__jdc_cls`, as every generated function does
+    (`waiting`)."""
     fields = children + statics
     child_values = _tuple_source([f"o.{name}" for name in children])
     aux = (
@@ -316,20 +316,15 @@ def tree_sources(
         unpack.append(f"{_tuple_source(local[: len(children)])} = children")
     store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
     keys = tuple(tree_util.GetAttrKey(name) for name in children)
-    record = f"o.__class__.{LAYOUT_ATTR}"
-    flatten = f"return ({child_values}, {aux})"
-    flatten_with_keys = f"return ({pairs}, {aux})"
     unflatten = ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"]
-    if pending:  # Decide, then run the code the function has once decided.
-        flatten = f"{record}.settle(); return {record}.flatten(o)"
-        flatten_with_keys = f"{record}.settle(); return {record}.flatten_with_keys(o)"
-        # Also unflatten: a treedef may come decided (unpickled from another process, or
-        # from a thread whose flatten took its new code first).
-        record = f"__jdc_cls.{LAYOUT_ATTR}"
-        unflatten = [f"{record}.settle()", f"return {record}.unflatten(aux, children)"]
     return [
-        FunctionSource("flatten", ["o"], [flatten], {}),
-        FunctionSource("flatten_with_keys", ["o"], [flatten_with_keys], {"__jdc_keys": keys}),
+        FunctionSource("flatten", ["o"], [f"return ({child_values}, {aux})"], {"__jdc_cls": cls}),
+        FunctionSource(
+            "flatten_with_keys",
+            ["o"],
+            [f"return ({pairs}, {aux})"],
+            {"__jdc_keys": keys, "__jdc_cls": cls},
+        ),
         FunctionSource(
             "unflatten",
             ["aux", "children"],
@@ -337,6 +332,24 @@ def tree_sources(
             {"__jdc_setattr": object.__setattr__, "__jdc_new": object.__new__, "__jdc_cls": cls},
         ),
     ]
+
+
+def waiting(source: FunctionSource) -> FunctionSource:
+    """The one trampoline: `source` for a class whose names are still pending. After the
+    checks of its arguments (`FunctionSource.checks`), it decides them
+    (`Layout.settle`, which builds the class again and gives this function the decided code,
+    `take_code`), then calls the decided function through the class's record, so it runs
+    once at most. Same parameters and helpers as `source` (the class among them, as
+    `__jdc_cls`), so the decided code can take its place. Every generated function waits,
+    unflatten too: a treedef may come decided (unpickled from another process, or from a
+    thread whose flatten took its new code first)."""
+    record = f"__jdc_cls.{LAYOUT_ATTR}"
+    names = [param.partition("=")[0] for param in source.params if param != "*"]
+    passed = ", ".join(f"{name}={name}" for name in names)
+    decided = "init" if source.name == "__init__" else source.name  # Its `Layout` attribute.
+    body = [*source.body[: source.checks], f"{record}.settle()"]
+    body.append(f"return {record}.{decided}({passed})")
+    return source._replace(body=body)
 
 
 def _tuple_source(items: Sequence[str]) -> str:
