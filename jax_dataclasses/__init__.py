@@ -2,6 +2,7 @@
 
 __version__ = "2.0.0"  # The one place: pyproject.toml reads it.
 
+import importlib
 from dataclasses import asdict, astuple, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -85,26 +86,11 @@ if not TYPE_CHECKING:  # Checkers see the import above, and still report unknown
     def __getattr__(name: str) -> object:
         """The names bound on first use (`_ON_FIRST_USE`): 1.6's private `_dataclasses` module,
         the sharding functions, `register_export`, why jit compiles again, and the training
-        masks. Each import is spelled out, for the layering test to read (it refuses
-        `importlib.import_module`), as `import a.b`: `from a import b` would ask this
-        function for `b` first."""
+        masks, each imported from its module as it is first asked for."""
         module = _ON_FIRST_USE.get(name)
-        if module == "":
-            import jax_dataclasses._dataclasses as found
-        elif module == "_sharding_layouts.trees":
-            import jax_dataclasses._sharding_layouts.trees as found
-        elif module == "_sharding_layouts.checks":
-            import jax_dataclasses._sharding_layouts.checks as found
-        elif module == "_checkpoints.export":
-            import jax_dataclasses._checkpoints.export as found
-        elif module == "_diagnostics.explain":
-            import jax_dataclasses._diagnostics.explain as found
-        elif module == "_diagnostics.recompiles":
-            import jax_dataclasses._diagnostics.recompiles as found
-        elif module == "_training":
-            import jax_dataclasses._training as found
-        else:
+        if module is None:
             raise AttributeError(f"module 'jax_dataclasses' has no attribute {name!r}")
+        found = importlib.import_module(f"jax_dataclasses.{module or name}")
         return found if module == "" else getattr(found, name)
 
     def __dir__() -> list[str]:

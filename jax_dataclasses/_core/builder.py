@@ -1,15 +1,12 @@
 """The class builder: every pytree dataclass is built here, in one flow.
 
-`pytree_dataclass` reads top to bottom, like CPython's `dataclasses._process_class` and attrs'
-`_ClassBuilder`: check the class, let `dataclasses` collect its fields, declare every field
-(`_field_declarations.reader`: the one reading of its annotations) and read how its checkpoints changed
-(`_checkpoints.evolution`), generate its functions and compile them once, install its methods once,
-register it with JAX (`_core.record.register`). Its record, the
-`Layout`, holds everything decided. The other entry points go through the same steps: an
-undecorated subclass (`adopt`, from the `__init_subclass__` every class gets), names not yet
-defined when the class was decorated (`_Deferral.settle`, at the first use), and a class
-cloudpickle rebuilds (`reload`). Only this module calls the code generator, `register` and
-`_install`.
+`_decorate` reads as a sequence of named steps, like CPython's `dataclasses._process_class`:
+check the class, let `dataclasses` collect its fields, declare every field (the one reading of
+its annotations, `_field_declarations`), choose its methods, compile its generated functions
+once, install them once, register it (`_core.record.register`). Its record, the `Layout`,
+holds everything decided. The other entry points take the same steps: an undecorated subclass
+(`adopt`), names not yet defined at decoration (`_Deferral.settle`, at the first use, through
+the generated functions' one trampoline, `waiting`), and a class cloudpickle rebuilds (`reload`).
 """
 
 from __future__ import annotations
@@ -19,8 +16,9 @@ import dataclasses
 import inspect
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
+from jax_dataclasses._core import messages
 from jax_dataclasses._core.codegen import make_functions, take_code
 from jax_dataclasses._core.construct import (
     FAILED_ATTR,
@@ -57,12 +55,14 @@ from jax_dataclasses._core.options import (
 from jax_dataclasses._core.printing import repr_sources
 from jax_dataclasses._core.record import (
     LAYOUT_ATTR,
+    Changes,
     Layout,
     inherited_evolution,
     layout_of,
     recorded,
     register,
     tree_sources,
+    waiting,
 )
 from jax_dataclasses._field_declarations.evolution import declared_evolution
 from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution, refuse_dropped_frozen
@@ -133,49 +133,84 @@ pytree_dataclass.__signature__ = inspect.Signature(  # type: ignore[attr-defined
 )
 
 
-def _decorate(target: object, options: dict[str, bool], automatic: bool = False) -> type:
-    """Build a decorated class, top to bottom: check it, let `dataclasses` collect its
-    fields, declare every field (the one reading of its annotations), generate and compile
-    its functions once, install them once, register it. `automatic`: a subclass of a base
-    that makes its subclasses pytree dataclasses (`_subclass_hook`), built as it is created,
-    recording what it changes (`Layout.built`): a decorator that comes after takes that back
-    and builds it again with its own options."""
+def _decorate(
+    target: object, options: dict[str, bool], written: Mapping[str, object] | None = None
+) -> type:
+    """Build a decorated class, step by step: check it, let `dataclasses` collect its fields,
+    check them, declare every field (the one reading of its annotations), choose its methods,
+    generate and compile its functions once, install them once, register it. `written`: the
+    namespace as written of a class built as it is created (`_subclass_hook`); what the build
+    changes is recorded (`Layout.built`), for a decorator that comes after to take back."""
     cls = _check_decoratable(target)
-    before = _as_written(cls) if automatic else None
-    own_init = cls.__dict__.get("__init__")
-    own_repr = "__repr__" in cls.__dict__
-    if hasattr(own_init, UNDECORATED_ATTR):  # Installed by `adopt` before this decorator ran.
-        own_init = getattr(own_init, UNDECORATED_ATTR)
-    own_doc = cls.__doc__ is not None
-    cls = _run_dataclasses(cls, dataclass_options(cls, options), own_doc)
+    own = _Written.of(cls)
+    cls = _run_dataclasses(cls, dataclass_options(cls, options), own.doc)
+    all_fields = _check_fields(cls)
+    declarations, pending, inherited = _declare(cls, all_fields)
+    evolution = declared_evolution(cls, declarations, inherited_evolution(cls))
+    params = _init_parameters(cls, options, written)
+    methods = _methods(cls, options, own.init)
+    record_options(cls, options)
+    generate_init = options["init"] and own.init is None
+    generate_repr = options["repr"] and not own.repr
+    deferral = _Deferral.of(cls, pending, inherited)
+    layout, functions = _compile(
+        cls, declarations, deferral, generate_init, evolution, params, generate_repr
+    )
+    _install(cls, _with_generated(cls, methods, functions, own))
+    register(layout if written is None else layout.replace(built=_changes(cls, written)))
+    return cls
+
+
+class _Written(NamedTuple):
+    """What a class defines itself, read before `dataclasses` adds its own."""
+
+    init: Callable[..., None] | None
+    repr: bool
+    doc: bool
+
+    @classmethod
+    def of(cls, target: type) -> _Written:
+        init = target.__dict__.get("__init__")
+        init = getattr(init, UNDECORATED_ATTR, init)  # Installed by `adopt` before we ran.
+        return cls(init, "__repr__" in target.__dict__, target.__doc__ is not None)
+
+
+def _check_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    """The class's fields, as `dataclasses` collected them, refusing those we cannot keep."""
     all_fields = dataclasses.fields(cls)
     for f in all_fields:
         if f.name.startswith(_RESERVED_PREFIX):
             raise TypeError(f"{cls.__qualname__} may not have a field named {f.name!r}")
         if callable(f.metadata.get("converter")):
-            raise TypeError(
-                f"field {f.name!r} of {cls.__qualname__} has a converter (equinox's "
-                "field(converter=...)), which pytree_dataclass does not run: the value would "
-                "be stored unconverted. Remove it and convert in __init__ or __post_init__ "
-                f"(self.{f.name} = jnp.asarray(self.{f.name}))."
-            )
-    declarations, pending, inherited = _declare(cls, all_fields)
-    evolution = declared_evolution(cls, declarations, inherited_evolution(cls))
+            raise TypeError(messages.CONVERTER.format(field=f.name, cls=cls.__qualname__))
+    return all_fields
 
+
+def _init_parameters(
+    cls: type, options: dict[str, bool], written: Mapping[str, object] | None
+) -> list[dataclasses.Field[Any]] | None:
+    """`__init__`'s parameters (with `init=True`), refusing field order errors as `dataclasses`
+    raises them then; a class built as it is created is first put back as `written`, since
+    `kw_only=True` may mend it, and a decorator may come (`_NeedsOptions`)."""
+    try:
+        return init_parameters(cls) if options["init"] else None
+    except TypeError as error:
+        if written is not None:
+            _undo(cls, _changes(cls, written))
+            raise _NeedsOptions(error) from error
+        raise
+
+
+def _methods(
+    cls: type, options: dict[str, bool], own_init: Callable[..., None] | None
+) -> dict[str, object]:
+    """The methods and attributes every class gets, apart from the generated functions."""
     methods: dict[str, object] = {
         "__setattr__": frozen_setattr,
         "__delattr__": frozen_delattr,
         "__init_subclass__": _subclass_hook(cls),
     }
-    try:  # Field order errors, as `dataclasses` raises them then.
-        params = init_parameters(cls) if options["init"] else None
-    except TypeError as error:
-        if before is not None:  # `kw_only=True` may mend it: a decorator may come.
-            _undo(cls, _changes(cls, before))
-            raise _NeedsOptions(error) from error
-        raise
-    generate_init = options["init"] and own_init is None
-    if not generate_init:
+    if not options["init"] or own_init is not None:
         # The class's own `__init__`, or (init=False) the one it inherits, which knows only
         # the base's fields: either way, check the fields once it has run.
         init = own_init or next(
@@ -194,23 +229,22 @@ def _decorate(target: object, options: dict[str, bool], automatic: bool = False)
     abstract = abstract_methods(cls)
     if abstract:  # Refused at construction, as an `abc.ABC` is (`object.__new__` checks).
         methods["__abstractmethods__"] = abstract
-    record_options(cls, options)
-    deferral = _Deferral.of(cls, pending, inherited)
-    generate_repr = options["repr"] and not own_repr
-    layout, functions = _compile(
-        cls, declarations, deferral, generate_init, evolution, params, generate_repr
-    )
-    if layout.init is not None:
-        methods["__init__"] = layout.init
-    if generate_repr:  # The class's own: copied with it (cloudpickle, `copy`), never inherited.
-        methods.update((name, functions[name]) for name in ("__repr__", "_repr_pretty_"))
-    if not own_doc:  # As `dataclasses` makes it, from the `__init__` the class now has.
+    return methods
+
+
+def _with_generated(
+    cls: type, methods: dict[str, object], functions: Mapping[str, object], own: _Written
+) -> dict[str, object]:
+    """`methods` and the generated ones, each the class's own: copied with it (cloudpickle,
+    `copy`), never inherited; and the docstring `dataclasses` would make, from the
+    `__init__` the class now has."""
+    generated = {
+        n: functions[n] for n in ("__init__", "__repr__", "_repr_pretty_") if n in functions
+    }
+    methods = methods | generated
+    if not own.doc:
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
-    _install(cls, methods)
-    if before is not None:
-        layout.built = _changes(cls, before)
-    register(layout)
-    return cls
+    return methods
 
 
 def _run_dataclasses(cls: type, dataclass_options: dict[str, bool], own_doc: bool) -> type:
@@ -282,30 +316,31 @@ def _compile(
     evolution: Evolution = NO_EVOLUTION,
     params: list[dataclasses.Field[Any]] | None = None,
     generate_repr: bool = False,
+    built: Changes | None = None,
 ) -> tuple[Layout, dict[str, Callable[..., Any]]]:
     """The class's layout, with its generated functions compiled in one go; and the functions
     by name (with `generate_repr`, `__repr__` and `_repr_pretty_` among them)."""
     children = tuple(d.name for d in declarations if d.static is None)
     statics = tuple(d.name for d in declarations if d.static is not None)
-    sources = tree_sources(cls, children, statics, deferral is not None)
+    sources = tree_sources(cls, children, statics)
     if generate_init:
-        sources.append(init_source(cls, statics, deferral is not None, params))
+        sources.append(init_source(cls, statics, params))
+    sources = [waiting(source) for source in sources] if deferral is not None else sources
     if generate_repr:
         sources.extend(repr_sources())
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
-    return Layout(cls, declarations, functions, reload, settle, evolution), functions
+    return Layout(cls, declarations, functions, reload, settle, evolution, built), functions
 
 
 class _Deferral:
     """The one deferral: names that a class's annotations used before they were defined are
-    decided at the class's first use (the generated `__init__`, flatten, keyed flatten and
-    unflatten call `settle` first, as does everything that reads the declarations): only
-    those names are looked up, in the scope that defines the class as it is then; every
-    other name keeps the value it had at decoration (`Pending.names`). Then the class is built again with the
-    declarations decided, and its functions take the new code in place: the same layout then
-    costs what it costs any class. A field whose name is still undefined (imported under
-    `TYPE_CHECKING` only) is a child, for good."""
+    decided at the class's first use (each generated function is the trampoline `waiting`,
+    which calls `settle` first, as does everything that reads the declarations): only those
+    names are looked up, in the scope that defines the class as it is then; every other name
+    keeps the value it had at decoration (`Pending.names`). Then the class is built again, and
+    its functions take the new code in place: it then costs what any class costs. A field
+    whose name is still undefined (imported under `TYPE_CHECKING` only) is a child, for good."""
 
     def __init__(self, cls: type, pending: tuple[Pending, ...], inherited: dict[str, type]):
         self.cls = cls
@@ -330,15 +365,16 @@ class _Deferral:
                 self.cls, declarations, inherited_evolution(self.cls)
             )
             init = layout.init
-            rebuilt, _ = _compile(self.cls, declarations, None, init is not None, evolution)
-            rebuilt.built = layout.built  # What an automatic build changed stays its record.
+            rebuilt, _ = _compile(
+                self.cls, declarations, None, init is not None, evolution, built=layout.built
+            )  # What an automatic build changed stays its record.
             # `__init__` first: once the record is no longer pending, a call that decides
             # finds nothing to wait for and calls `__init__` again, which must be decided.
             # (Until then a new `__init__` may meet the old flatten, which waits, then calls
             # the decided one.)
             if init is not None and rebuilt.init is not None:
                 take_code(init, rebuilt.init)
-            rebuilt.init = init  # The function the class holds.
+                rebuilt = rebuilt.replace(functions={"__init__": init})  # The class holds it.
             register(rebuilt)
 
     def _decide(self, declared: Declaration) -> Declaration:
@@ -363,8 +399,7 @@ def reload(
     `__init__` as decided in the pickling process (`Layout.__reduce__`). A pickle made before
     classes had an `Evolution` has none."""
     layout, _ = _compile(cls, declarations, None, False, evolution)
-    layout.init = init
-    register(layout)
+    register(layout if init is None else layout.replace(functions={"__init__": init}))
     return cast(Layout, recorded(cls))
 
 
@@ -417,21 +452,23 @@ def _build_automatically(sub: type, options: dict[str, object]) -> None:
     unknown = [name for name in ("slots", "weakref_slot") if options.get(name)]
     if unknown:
         raise TypeError(
-            f"{sub.__qualname__}: the class keyword {unknown[0]}=True cannot apply to a class "
-            "built as it is created (slots need a new class). Decorate it instead: "
-            f"@jdc.pytree_dataclass({unknown[0]}=True) above `class {sub.__name__}`."
+            messages.SLOTS_KEYWORD.format(
+                cls=sub.__qualname__, keyword=unknown[0], name=sub.__name__
+            )
         )
     for base in sub.__mro__[1:]:  # Its fields would not be fields of `sub` either.
         failed: BaseException | None = getattr(base.__dict__.get("__init__"), FAILED_ATTR, None)
         if failed is not None:
             raise TypeError(
-                f"{sub.__qualname__} subclasses {base.__qualname__}, which could not be made a "
-                f"pytree dataclass when it was created ({failed}). Decorate "
-                f"{base.__qualname__} with the options it needs (kw_only=True), or give them "
-                f"as class keywords (class {base.__name__}(..., kw_only=True))."
+                messages.FAILED_BASE.format(
+                    cls=sub.__qualname__,
+                    base=base.__qualname__,
+                    failed=failed,
+                    base_name=base.__name__,
+                )
             ) from failed
     try:
-        _decorate(sub, checked_options(options), automatic=True)
+        _decorate(sub, checked_options(options), _as_written(sub))
     except _NeedsOptions as needs:  # The class is as it was (`_decorate` took its work back).
         own = sub.__dict__.get("__init__")
         _install(sub, {"__init__": failed_init(sub, needs.error, own)})
@@ -492,7 +529,7 @@ def adopt(sub: type) -> None:
 # -- the methods every class gets, and how they are installed -------------------------------
 
 
-def _changes(cls: type, before: Mapping[str, object]) -> tuple[tuple[str, object, object], ...]:
+def _changes(cls: type, before: Mapping[str, object]) -> Changes:
     """What a build changed on `cls`, whose namespace was `before`: for each attribute, its
     name, its value before (`_GONE`: none) and the one the build left (`Layout.built`). The
     record apart: its registration with JAX stays (a build that follows gives JAX's
@@ -512,7 +549,7 @@ def _as_written(cls: type) -> dict[str, object]:
     return {**cls.__dict__, **{name: copy.copy(cls.__dict__[name]) for name in fields}}
 
 
-def _undo(cls: type, changes: tuple[tuple[str, object, object], ...]) -> None:
+def _undo(cls: type, changes: Changes) -> None:
     """Take back a build's `changes` where the class still holds what the build left. What
     another decorator did since (an attribute it added, a method it wrapped) stays, as the
     standard library keeps every decorator's work: never a namespace put back whole."""
@@ -548,10 +585,7 @@ def _text_signature(cls: type, init: object) -> str:
 
 def _check_decoratable(cls: object) -> type:
     if not isinstance(cls, type):
-        raise TypeError(
-            f"pytree_dataclass decorates classes, got {cls!r}. Write @pytree_dataclass (or "
-            "@pytree_dataclass(...)) directly above a class statement."
-        )
+        raise TypeError(messages.NOT_A_CLASS.format(target=cls))
     layout = recorded(cls)
     if layout is not None and layout.built is not None:  # Built as it was created.
         _undo(cls, layout.built)
@@ -562,8 +596,5 @@ def _check_decoratable(cls: object) -> type:
         raise TypeError(f"{cls.__qualname__} {leftover}")
     for name in ("__setattr__", "__delattr__"):
         if name in cls.__dict__:
-            raise TypeError(
-                f"{cls.__qualname__} defines {name}, which pytree_dataclass must own to keep "
-                "instances frozen. Remove it; use jdc.copy_and_mutate to edit copies."
-            )
+            raise TypeError(messages.OWNS_SETATTR.format(cls=cls.__qualname__, method=name))
     return cls

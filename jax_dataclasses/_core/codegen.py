@@ -32,7 +32,8 @@ class FunctionSource(NamedTuple):
     """One function to generate: `def name(*params): body`, calling `helpers`.
 
     `body` holds the lines without indentation; `annotations`, if given, become the function's
-    `__annotations__` (or, a function, its `__annotate__`). Helpers of the functions compiled
+    `__annotations__` (or, a function, its `__annotate__`); the first `checks` lines of
+    `body` check the arguments before anything else runs. Helpers of the functions compiled
     together share one namespace, so a name must mean the same object in each. The function's
     closure variables are its helpers, declared `nonlocal`, used or not: two functions made
     from sources with the same helper names can exchange code (`take_code`).
@@ -43,6 +44,7 @@ class FunctionSource(NamedTuple):
     body: Sequence[str]
     helpers: Mapping[str, object]
     annotations: AnnotationsOf | None = None
+    checks: int = 0
 
 
 def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Callable[..., Any]]:

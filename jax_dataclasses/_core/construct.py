@@ -28,8 +28,9 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Any, NoReturn, cast
 
+from jax_dataclasses._core import messages
 from jax_dataclasses._core.codegen import AnnotationsOf, FunctionSource
-from jax_dataclasses._core.record import LAYOUT_ATTR, Layout, layout_of, recorded
+from jax_dataclasses._core.record import Layout, layout_of, recorded
 from jax_dataclasses._core.static_values import OK_TYPES, check_static_value, warn_once
 from jax_dataclasses._field_declarations.scope import class_annotations, is_classvar
 
@@ -91,11 +92,7 @@ def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     all_fields: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
     for f in all_fields.values():
         if is_initvar(f) and not f.init:  # `dataclasses` would generate an `__init__` that fails.
-            raise TypeError(
-                f"InitVar {f.name!r} of {cls.__qualname__} has init=False, but an InitVar is "
-                "only an __init__ parameter. Remove init=False (a field(init=False) inherited "
-                "as the class attribute of that name counts too), or make it a field."
-            )
+            raise TypeError(messages.INITVAR_INIT_FALSE.format(field=f.name, cls=cls.__qualname__))
     params = [
         f for f in all_fields.values() if f.init and (f in dataclasses.fields(cls) or is_initvar(f))
     ]
@@ -115,12 +112,9 @@ def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
 def init_source(
     cls: type,
     statics: tuple[str, ...],
-    pending: bool = False,
     params: list[dataclasses.Field[Any]] | None = None,
 ) -> FunctionSource:
-    """`cls.__init__`: set every field, check static values, call `__post_init__`. With
-    `pending`, it decides the fields whose annotations named something undefined, and runs
-    the `__init__` that the class has then (this function, with the decided code). `params`:
+    """`cls.__init__`: set every field, check static values, call `__post_init__`. `params`:
     `init_parameters(cls)`, if the caller has them."""
     params = init_parameters(cls) if params is None else params
     fields = dataclasses.fields(cls)
@@ -199,11 +193,8 @@ def init_source(
     # `init=False`) may define one of its own.
     checks_if = "" if has_check_init(cls) else f"if __jdc_type({this}) is not __jdc_cls: "
     body.append(f"{checks_if}__jdc_check_inits({this})")
-    if pending:  # Decide, then run the code this function has once decided (the same helpers).
-        passed = ", ".join(f"{f.name}={f.name}" for f in params)
-        record = f"__jdc_cls.{LAYOUT_ATTR}"
-        body = [*body[:checks], f"{record}.settle()", f"{record}.init({this}, {passed})"]
-    return FunctionSource("__init__", signature, body, helpers, init_annotations(cls, params))
+    annotations = init_annotations(cls, params)
+    return FunctionSource("__init__", signature, body, helpers, annotations, checks)
 
 
 if sys.version_info >= (3, 14):
@@ -238,11 +229,7 @@ else:
 
 
 def raise_unset(cls: type, name: str) -> NoReturn:
-    raise TypeError(
-        f"field {name!r} of {cls.__qualname__} has init=False and no default, and no "
-        "__post_init__ sets it: every field is part of the pytree. Give it a default, or "
-        f"set it in __post_init__ (self.{name} = value)."
-    )
+    raise TypeError(messages.UNSET_INIT_FALSE.format(field=name, cls=cls.__qualname__))
 
 
 def wrap_own_init(init: Callable[..., None]) -> Callable[..., None]:
@@ -346,29 +333,10 @@ def run_post_init(obj: object, derived: tuple[str, ...], *initvars: object) -> N
 
 
 def _warn_derived(cls: type, name: str) -> None:
-    if name in cast(Layout, layout_of(cls)).statics:  # Only registered classes run it.
-        what = (
-            "it is static (part of the tree structure), and JAX rebuilds objects without "
-            "running __post_init__, so when the fields it is computed from change (jax.tree.map, "
-            "an optimizer update, copy_and_mutate) it keeps its old value"
-        )
-    else:
-        what = (
-            "it is a leaf of the pytree, and JAX rebuilds objects without running "
-            "__post_init__, so jax.grad does not reach the fields it is computed from, and "
-            "after jax.tree.map (an optimizer update) it keeps its old value"
-        )
-    warn_once(
-        cls,
-        name,
-        f"field {name!r} of {cls.__qualname__} has init=False and __post_init__ sets it: "
-        f"{what}. (jax_dataclasses 1.6 left init=False "
-        "fields out of the tree and ran __post_init__ again.) If it is derived from other "
-        "fields, make it a @property or compute it where it is used; if it is state, silence "
-        f'this: warnings.filterwarnings("ignore", "field {name!r} of {cls.__qualname__}", '
-        "jdc.DerivedFieldWarning).",
-        DerivedFieldWarning,
-    )
+    static = name in cast(Layout, layout_of(cls)).statics  # Only registered classes run it.
+    what = messages.DERIVED_STATIC if static else messages.DERIVED_CHILD
+    message = messages.DERIVED_FIELD.format(field=name, cls=cls.__qualname__, what=what)
+    warn_once(cls, name, message, DerivedFieldWarning)
 
 
 def check_fields(obj: object) -> None:
@@ -382,8 +350,7 @@ def check_fields(obj: object) -> None:
             value = getattr(obj, name)
         except AttributeError:
             raise TypeError(
-                f"{cls.__qualname__}.__init__ did not set field {name!r}. Every field is part "
-                "of the pytree: give it a default, or set it in __init__ or __post_init__."
+                messages.INIT_DID_NOT_SET.format(cls=cls.__qualname__, field=name)
             ) from None
         if name in layout.statics and type(value) not in OK_TYPES:
             check_static_value(cls, name, value)
@@ -440,54 +407,37 @@ def raise_unregistered(cls: type) -> NoReturn:
     if declared and decorator is not None:
         base = next(b for b in cls.__mro__[1:] if recorded(b) is not None)
         raise TypeError(
-            f"{cls.__qualname__} subclasses the pytree dataclass {base.__qualname__} and is "
-            f"decorated with {decorator}, which does not make a subclass of a pytree dataclass "
-            f"one: its fields {', '.join(declared)} would not be part of the pytree. Decorate "
-            f"it with @jdc.pytree_dataclass instead (it takes the same arguments, and flax's "
-            "field(pytree_node=False) marks a static field there too)."
+            messages.OTHER_DECORATOR.format(
+                cls=cls.__qualname__,
+                base=base.__qualname__,
+                decorator=decorator,
+                fields=", ".join(declared),
+            )
         )
     if declared:
         raise TypeError(
-            f"{cls.__qualname__} subclasses a pytree dataclass and declares fields "
-            f"{', '.join(declared)} but is not decorated. Add @jdc.pytree_dataclass "
-            f"above `class {cls.__name__}` so the new fields become part of the pytree."
+            messages.UNDECORATED_NEW_FIELDS.format(
+                cls=cls.__qualname__, fields=", ".join(declared), name=cls.__name__
+            )
         )
-    raise TypeError(
-        f"{cls.__qualname__} subclasses a pytree dataclass but was never registered as one, "
-        "because a base class's __init_subclass__ does not call super().__init_subclass__(). "
-        "Decorate it with @jdc.pytree_dataclass, or make that __init_subclass__ call super()."
-    )
+    raise TypeError(messages.NEVER_REGISTERED.format(cls=cls.__qualname__))
 
 
 def other_pytree_maker(cls: type) -> str | None:
     """What else makes `cls` a dataclass or pytree (left over from a migration), with the fix."""
     bases = {f"{base.__module__}.{base.__qualname__}": base for base in cls.__mro__[1:]}
     if any(name.startswith("equinox.") and name.endswith("._module.Module") for name in bases):
-        return (
-            "subclasses equinox.Module, which makes every subclass a dataclass registered with "
-            "JAX itself. Remove the eqx.Module base and keep @jdc.pytree_dataclass (see "
-            "'Migrating from equinox' in the docs)."
-        )
+        return messages.EQUINOX_BASE
     if cls.__dict__.get("_flax_dataclass"):
         node = bases.get("flax.struct.PyTreeNode")
         if node is not None:
             via = next(base for base in cls.__mro__[1:] if issubclass(base, node))
             through = "" if via is node else f" (through {via.__qualname__})"
-            return (
-                f"subclasses flax.struct.PyTreeNode{through}, which makes every subclass a flax "
-                "dataclass registered with JAX. Remove that base and keep @jdc.pytree_dataclass "
-                "(for TrainState, see 'Migrating from flax.struct' in the docs)."
-            )
-        return (
-            "is already a flax dataclass registered with JAX: remove @flax.struct.dataclass "
-            "and keep @jdc.pytree_dataclass (flax's field(pytree_node=False) still works)."
-        )
+            return messages.FLAX_BASE.format(through=through)
+        return messages.FLAX_DECORATOR
     params = cls.__dict__.get("__dataclass_params__")
     if params is not None and "__setattr__" in cls.__dict__:
-        return (
-            "is already a frozen dataclass: remove @dataclasses.dataclass(frozen=True) and "
-            "keep @jdc.pytree_dataclass, which makes the dataclass (with the same options)."
-        )
+        return messages.FROZEN_DATACLASS
     return None
 
 
@@ -530,11 +480,7 @@ def failed_init(cls: type, error: Exception, own: object) -> Callable[..., None]
     """`__init__` for a subclass whose build as it was created failed with `error`: it raises
     that failure, until a decorator builds the class (keeping `own`, the class's own
     `__init__`, for it)."""
-    message = (
-        f"{cls.__qualname__} could not be made a pytree dataclass when it was created: "
-        f"{str(error).rstrip('.')}. Decorate it with @jdc.pytree_dataclass(...) and the "
-        "options it needs, or give them as class keywords (class Sub(Base, kw_only=True))."
-    )
+    message = messages.FAILED_AT_CREATION.format(cls=cls.__qualname__, error=str(error).rstrip("."))
 
     def __init__(self: object, *args: object, **kwargs: object) -> None:
         raise TypeError(message) from error

@@ -19,25 +19,49 @@ from __future__ import annotations
 import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from jax import tree_util
 
+from jax_dataclasses._core import messages
 from jax_dataclasses._core.codegen import FunctionSource, take_code
-from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution
+from jax_dataclasses._field_declarations.forms import NO_EVOLUTION, Evolution, Mark
 from jax_dataclasses._field_declarations.reader import Declaration
 
 Flatten = Callable[[Any], tuple[tuple[Any, ...], Any]]
 Unflatten = Callable[[Any, Any], Any]
+TREE_FUNCTIONS = ("flatten", "flatten_with_keys", "unflatten")
+"""The names of the functions JAX holds for a class (`Layout.functions`)."""
+Changes = tuple[tuple[str, object, object], ...]
+"""What a build changed on a class: per attribute, its name, value before and value left."""
 
 
 class Layout:
     """The record of one registered class: its fields' declarations, how its checkpoints
     changed (`Evolution`), how instances are split into children and static values, and its
-    generated functions.
+    generated functions. Immutable: every attribute is set as it is made, and a change is a
+    new record (`replace`), so whoever holds one reads what was decided then.
 
     The static values travel as the treedef's aux data in the cheapest form JAX compares:
     None without static fields, the bare value with one, a tuple with several.
+
+    Attributes:
+        cls: The class.
+        declarations: Every field's, in `dataclasses.fields` order.
+        evolution: How checkpoints of the class changed: its own declaration and its bases'.
+        children, statics: The fields' names, children and static values apart.
+        marks: What makes each of `statics` static.
+        frozen: The children declared `Frozen`: not trained.
+        flatten: `flatten(obj) -> (children, aux)`: children a tuple in field order.
+        flatten_with_keys: The same, each child with its `GetAttrKey`.
+        unflatten: `unflatten(aux, children)`: a new instance, built field by field (no
+            `__init__`).
+        init: Our generated `__init__`, if the class has it: built again, it takes new code.
+        reload: The builder's entry point for a class cloudpickle rebuilds (`__reduce__`).
+        built: What a build as the class was created (a subclass of a base that makes pytree
+            subclasses) changed on it, attribute by attribute: the name, the value before (or
+            the builder's mark of none) and the value it left; None for a decorated class. A
+            decorator that follows takes back only what still holds the value left.
     """
 
     __slots__ = (
@@ -58,6 +82,22 @@ class Layout:
         "unflatten",
     )
 
+    cls: type
+    declarations: tuple[Declaration, ...]
+    evolution: Evolution
+    children: tuple[str, ...]
+    statics: tuple[str, ...]
+    marks: tuple[Mark, ...]
+    frozen: frozenset[str]
+    flatten: Flatten
+    flatten_with_keys: Callable[[Any], Any]
+    unflatten: Unflatten
+    init: Callable[..., None] | None
+    reload: Callable[..., Layout]
+    built: Changes | None
+    _by_name: dict[str, Declaration]
+    _settle: Callable[[], None] | None
+
     def __init__(
         self,
         cls: type,
@@ -66,34 +106,54 @@ class Layout:
         reload: Callable[..., Layout],
         settle: Callable[[], None] | None = None,
         evolution: Evolution = NO_EVOLUTION,
+        built: Changes | None = None,
     ) -> None:
-        self.cls = cls
-        self.declarations = declarations
-        """Every field's, in `dataclasses.fields` order."""
-        self.evolution = evolution
-        """How checkpoints of the class changed: its own declaration and its bases'."""
-        self._by_name = {d.name: d for d in declarations}
-        self.children = tuple(d.name for d in declarations if d.static is None)
-        self.statics = tuple(d.name for d in declarations if d.static is not None)
-        self.marks = tuple(d.static for d in declarations if d.static is not None)
-        """What makes each of `statics` static."""
-        self.frozen = frozenset(d.name for d in declarations if d.frozen)
-        """The children declared `Frozen`: not trained."""
-        self.flatten: Flatten = functions["flatten"]
-        """`flatten(obj) -> (children, aux)`: children a tuple in field order."""
-        self.flatten_with_keys: Callable[[Any], Any] = functions["flatten_with_keys"]
-        self.unflatten: Unflatten = functions["unflatten"]
-        """`unflatten(aux, children)`: a new instance, built field by field (no `__init__`)."""
-        self.init: Callable[..., None] | None = functions.get("__init__")
-        """Our generated `__init__`, if the class has it: built again, it takes new code."""
-        self.reload = reload
-        """The builder's entry point for a class cloudpickle rebuilds (`__reduce__`)."""
-        self._settle = settle
-        self.built: tuple[tuple[str, object, object], ...] | None = None
-        """What a build as the class was created (a subclass of a base that makes pytree
-        subclasses) changed on it, attribute by attribute: the name, the value before (or the
-        builder's mark of none) and the value it left; None for a decorated class. A decorator
-        that follows takes back only what still holds the value left."""
+        values: dict[str, object] = {
+            "cls": cls,
+            "declarations": declarations,
+            "evolution": evolution,
+            "_by_name": {d.name: d for d in declarations},
+            "children": tuple(d.name for d in declarations if d.static is None),
+            "statics": tuple(d.name for d in declarations if d.static is not None),
+            "marks": tuple(d.static for d in declarations if d.static is not None),
+            "frozen": frozenset(d.name for d in declarations if d.frozen),
+            "flatten": functions["flatten"],
+            "flatten_with_keys": functions["flatten_with_keys"],
+            "unflatten": functions["unflatten"],
+            "init": functions.get("__init__"),
+            "reload": reload,
+            "_settle": settle,
+            "built": built,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"a Layout is immutable ({name}): make a new one with Layout.replace")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"a Layout is immutable: {name} stays")
+
+    def replace(
+        self,
+        *,
+        functions: Mapping[str, Callable[..., Any]] | None = None,
+        built: Changes | None = None,
+    ) -> Layout:
+        """A new record like this one, with `functions` (by name, as the constructor takes
+        them) in place of some of its functions, and `built`, if given."""
+        mine: dict[str, Callable[..., Any]] = dict(zip(TREE_FUNCTIONS, self.functions, strict=True))
+        if self.init is not None:
+            mine["__init__"] = self.init
+        return Layout(
+            self.cls,
+            self.declarations,
+            {**mine, **(functions or {})},
+            self.reload,
+            self._settle,
+            self.evolution,
+            self.built if built is None else built,
+        )
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -101,6 +161,7 @@ class Layout:
 
     @property
     def functions(self) -> tuple[Callable[..., Any], ...]:
+        """The functions JAX holds, in `TREE_FUNCTIONS` order."""
         return (self.flatten, self.flatten_with_keys, self.unflatten)
 
     @property
@@ -201,8 +262,8 @@ def on_register(hook: Callable[[Layout], None]) -> None:
 
 def register(layout: Layout) -> None:
     """Register `layout.cls` with JAX as a keyed pytree node with `layout`'s functions, or, if
-    it is registered already, give the functions JAX holds their code; then keep `layout` as
-    the class's record (`layout_of`) and tell the hooks (`on_register`)."""
+    it is registered already, give the functions JAX holds their code; then keep `layout` (with
+    the functions JAX holds) as the class's record (`layout_of`) and tell the hooks (`on_register`)."""
     cls = layout.cls
     with _LOCK:  # A check and a set: one registration with JAX per class, whichever thread.
         old = recorded(cls)
@@ -213,31 +274,28 @@ def register(layout: Layout) -> None:
                 )
             except ValueError as error:  # JAX's "Duplicate custom PyTreeDef type registration".
                 raise ValueError(
-                    f"{cls.__qualname__} is already registered with JAX as a pytree node, by "
-                    "something other than pytree_dataclass (jax.tree_util.register_dataclass, "
-                    "register_pytree_node or another library's decorator or base class). "
-                    "Remove that registration: pytree_dataclass registers the class itself."
+                    messages.REGISTERED_ELSEWHERE.format(cls=cls.__qualname__)
                 ) from error
             _REGISTERED.append(cls)
         else:  # JAX and the old layout's users hold the old functions: give them the new code.
             for target, source in zip(old.functions, layout.functions, strict=True):
                 take_code(target, source)
-            layout.flatten, layout.flatten_with_keys, layout.unflatten = old.functions
+            layout = layout.replace(functions=dict(zip(TREE_FUNCTIONS, old.functions, strict=True)))
         setattr(cls, LAYOUT_ATTR, layout)
         for hook in _ON_REGISTER:
             hook(layout)
 
 
 def tree_sources(
-    cls: type, children: tuple[str, ...], statics: tuple[str, ...], pending: bool = False
+    cls: type, children: tuple[str, ...], statics: tuple[str, ...]
 ) -> list[FunctionSource]:
     """Flatten, flatten-with-keys and unflatten for one layout, as JAX's custom nodes are
     fastest: literal tuples, aux data as in `Layout`, fields set with `object.__setattr__`
     (writing `__dict__` directly is about twice as fast, but gives every instance JAX builds
     a dict of its own: 64 bytes more than a constructed one, on Python 3.11 to 3.13). Each
     function's closure variables are the same for every layout, so `take_code` can move
-    code between them. With `pending`, each first decides the class's pending fields and then
-    runs its code as decided (through the class: no helper of its own)."""
+    code between them; each has the class as `__jdc_cls`, as every generated function does
+    (`waiting`)."""
     fields = children + statics
     child_values = _tuple_source([f"o.{name}" for name in children])
     aux = (
@@ -258,20 +316,15 @@ def tree_sources(
         unpack.append(f"{_tuple_source(local[: len(children)])} = children")
     store = [f"__jdc_setattr(o, {name!r}, {var})" for name, var in zip(fields, local, strict=True)]
     keys = tuple(tree_util.GetAttrKey(name) for name in children)
-    record = f"o.__class__.{LAYOUT_ATTR}"
-    flatten = f"return ({child_values}, {aux})"
-    flatten_with_keys = f"return ({pairs}, {aux})"
     unflatten = ["o = __jdc_new(__jdc_cls)", *unpack, *store, "return o"]
-    if pending:  # Decide, then run the code the function has once decided.
-        flatten = f"{record}.settle(); return {record}.flatten(o)"
-        flatten_with_keys = f"{record}.settle(); return {record}.flatten_with_keys(o)"
-        # Also unflatten: a treedef may come decided (unpickled from another process, or
-        # from a thread whose flatten took its new code first).
-        record = f"__jdc_cls.{LAYOUT_ATTR}"
-        unflatten = [f"{record}.settle()", f"return {record}.unflatten(aux, children)"]
     return [
-        FunctionSource("flatten", ["o"], [flatten], {}),
-        FunctionSource("flatten_with_keys", ["o"], [flatten_with_keys], {"__jdc_keys": keys}),
+        FunctionSource("flatten", ["o"], [f"return ({child_values}, {aux})"], {"__jdc_cls": cls}),
+        FunctionSource(
+            "flatten_with_keys",
+            ["o"],
+            [f"return ({pairs}, {aux})"],
+            {"__jdc_keys": keys, "__jdc_cls": cls},
+        ),
         FunctionSource(
             "unflatten",
             ["aux", "children"],
@@ -279,6 +332,24 @@ def tree_sources(
             {"__jdc_setattr": object.__setattr__, "__jdc_new": object.__new__, "__jdc_cls": cls},
         ),
     ]
+
+
+def waiting(source: FunctionSource) -> FunctionSource:
+    """The one trampoline: `source` for a class whose names are still pending. After the
+    checks of its arguments (`FunctionSource.checks`), it decides them
+    (`Layout.settle`, which builds the class again and gives this function the decided code,
+    `take_code`), then calls the decided function through the class's record, so it runs
+    once at most. Same parameters and helpers as `source` (the class among them, as
+    `__jdc_cls`), so the decided code can take its place. Every generated function waits,
+    unflatten too: a treedef may come decided (unpickled from another process, or from a
+    thread whose flatten took its new code first)."""
+    record = f"__jdc_cls.{LAYOUT_ATTR}"
+    names = [param.partition("=")[0] for param in source.params if param != "*"]
+    passed = ", ".join(f"{name}={name}" for name in names)
+    decided = "init" if source.name == "__init__" else source.name  # Its `Layout` attribute.
+    body = [*source.body[: source.checks], f"{record}.settle()"]
+    body.append(f"return {record}.{decided}({passed})")
+    return source._replace(body=body)
 
 
 def _tuple_source(items: Sequence[str]) -> str:

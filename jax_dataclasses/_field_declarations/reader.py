@@ -27,6 +27,7 @@ from typing import Any, Literal, NamedTuple, NoReturn, cast
 
 import typing_extensions
 
+from jax_dataclasses._field_declarations import messages
 from jax_dataclasses._field_declarations.forms import (
     FROZEN_MARKER,
     LEGACY_STATIC_MARKER,
@@ -147,18 +148,12 @@ def declare(
 def from_reading(name: str, owner: str, reading: Reading, mark: Mark | None) -> Declaration:
     """The declaration a reading makes (with the field's metadata mark)."""
     static = Mark.ANNOTATION if reading.static else mark
+    where = f"field {name!r} of {owner}"
     if static is not None and reading.frozen:
-        raise StaticAnnotationError(
-            f"field {name!r} of {owner} is static and frozen: a static value is part of the "
-            "tree structure, never a traced leaf, so it is never trained and there is nothing "
-            "to freeze. Drop Frozen[...] to keep it static, or drop Static[...] (or the static "
-            "field metadata) to make it a frozen child."
-        )
+        raise StaticAnnotationError(messages.STATIC_AND_FROZEN.format(where=where))
     if static is not None and reading.axes is not None:
         raise ShardingDeclarationError(
-            f"field {name!r} of {owner} is static and declares sharding axes {reading.axes!r}: "
-            "a static value is part of the tree structure, not an array on devices. Drop "
-            "Static[...] to make it a sharded child, or drop Sharded[...] to keep it static."
+            messages.STATIC_AND_SHARDED.format(where=where, axes=reading.axes)
         )
     legacy = mark is Mark.STATIC_FIELD or (static is Mark.ANNOTATION and not reading.local)
     return Declaration(name, owner, static, reading.axes, reading.metadata, legacy, reading.frozen)
@@ -340,10 +335,9 @@ class _Reader:
                 unread = [value for value in values if isinstance(value, Unreadable)]
                 if unread:
                     raise ShardingDeclarationError(
-                        f"cannot read the sharding axes of {self.where}: {unread[0].source} in "
-                        f"its annotation is still not defined ({unread[0].error}) at the "
-                        "class's first use. Define it before then, or write the axis names as "
-                        "strings."
+                        messages.UNREAD_AXES.format(
+                            where=self.where, source=unread[0].source, error=unread[0].error
+                        )
                     )
                 values = (axes_of(ast.unparse(items[0]), values, self.where),)
             return self.outer(items[0]).around(values, local)
@@ -383,18 +377,11 @@ class _Reader:
             return ast.parse(text, mode="eval").body
         except SyntaxError as error:
             raise SyntaxError(
-                f"the annotation {source!r} of {self.where} is not valid Python ({error.msg}); "
-                "a string annotation is read as the expression it spells, as "
-                "typing.get_type_hints reads it. Correct it, or write it without quotes."
+                messages.NOT_PYTHON.format(source=source, where=self.where, error=error.msg)
             ) from None
 
     def unevaluated_alias(self) -> NoReturn:
-        raise StaticAnnotationError(
-            f"cannot tell whether the annotation of {self.where} is Static: it is a type alias "
-            "whose value names something not defined yet where the class or function is "
-            "created. Define the alias after the names it uses, or write the annotation out "
-            "(Static[...] around the whole type if it is static)."
-        )
+        raise StaticAnnotationError(messages.UNEVALUATED_ALIAS.format(where=self.where))
 
     # -- every part --
 
@@ -541,32 +528,21 @@ def read(
             return Reading(False, axes, outer.others, False, False, outer.frozen > 0)
         if not scope.complete:
             raise StaticAnnotationError(
-                f"cannot tell whether the annotation {_show(annotation)} of {where} is Static: "
-                "its outermost name is not a global, and the function that defines it has "
-                "returned, so its local names cannot be read. Decorate it inside that "
-                "function, or define the name at module level."
+                messages.LOCALS_GONE.format(shown=_show(annotation), where=where)
             )
         return Reading(False, None, (), True, False)
     if not outer.static and parts.statics:
         _nested_static(annotation, where, None)
     if len(outer.axes) > 1:
-        raise ShardingDeclarationError(
-            f"{where} declares its sharding twice ({', '.join(map(repr, outer.axes))}): give "
-            "one Sharded[T, ...] per field."
-        )
+        twice = ", ".join(map(repr, outer.axes))
+        raise ShardingDeclarationError(messages.SHARDED_TWICE.format(where=where, axes=twice))
     if parts.sharded > len(outer.axes):
         raise ShardingDeclarationError(
-            f"Sharded must be the outermost part of the annotation of {where}, got "
-            f"{_show(annotation)}. Write Sharded[...] around the whole type, for example "
-            "Sharded[Optional[jax.Array], 'batch'] instead of Optional[Sharded[jax.Array, "
-            "'batch']]."
+            messages.SHARDED_INSIDE.format(where=where, shown=_show(annotation))
         )
     if parts.frozen > outer.frozen:
         raise StaticAnnotationError(
-            f"Frozen must be the outermost part of the annotation of {where}, got "
-            f"{_show(annotation)}. Write Frozen[...] around the whole type, for example "
-            "Frozen[Optional[jax.Array]] instead of Optional[Frozen[jax.Array]]: the field is "
-            "frozen as a whole (every leaf under it)."
+            messages.FROZEN_INSIDE.format(where=where, shown=_show(annotation))
         )
     pending = (parts.undefined or outer.undefined) and not outer.static and not final
     axes = outer.axes[0].names if outer.axes else None
@@ -578,17 +554,11 @@ def _nested_static(annotation: object, where: str, undefined: str | None) -> NoR
     """`Static` where it cannot decide; `undefined`: the outermost name not defined yet."""
     shown = _show(annotation)
     if undefined is not None:
-        problem = (
-            f"cannot tell whether the annotation {shown} of {where} is Static: its outermost "
-            f"name{f' {undefined}' if undefined else ''} is not defined yet where the class or "
-            "function is created"
-        )
+        named = f" {undefined}" if undefined else ""
+        problem = messages.STATIC_UNDECIDED.format(shown=shown, where=where, undefined=named)
     else:
-        problem = f"Static must be the outermost part of the annotation of {where}, got {shown}"
-    raise StaticAnnotationError(
-        f"{problem}. Write Static[...] around the whole type, for example "
-        "Static[Optional[int]] instead of Optional[Static[int]]."
-    )
+        problem = messages.STATIC_NOT_OUTERMOST.format(where=where, shown=shown)
+    raise StaticAnnotationError(messages.STATIC_INSIDE.format(problem=problem))
 
 
 def _show(annotation: object) -> str:

@@ -325,11 +325,10 @@ def _rank_problem(wanted: Wanted, shape: tuple[int, ...]) -> str | None:
             f"all, for an array of rank {rank}. Declare one entry per dimension of one layer "
             f"({own_rank}), or change the stacked axes."
         )
-    generic = "eclare one axis name or None per dimension"
     if own_rank < len(axes) or not wanted.holders:
         fitted = "".join(f", {a!r}" for a in axes[:own_rank])
         example = f", for example Sharded[jax.Array{fitted}]" if own_rank < len(axes) else ""
-        return f"{declared} for an array of rank {rank}. D{generic}{example}."
+        return f"{declared} for an array of rank {rank}. {_ONE_PER_DIMENSION_SENTENCE}{example}."
     extra = own_rank - len(axes)
     fixes = " or ".join(
         f"{where} (Sharded[{held}{', None' * extra}])" for where, held in wanted.holders
@@ -337,8 +336,15 @@ def _rank_problem(wanted: Wanted, shape: tuple[int, ...]) -> str | None:
     return (
         f"{declared} for an array of rank {rank}. If it is one of a stack of layers (made by "
         f"jax.vmap, consumed by lax.scan), declare the {_count(extra)} of the stack on the field "
-        f"that holds it: {fixes}, or logical names for None. Otherwise d{generic}, {rank} in all."
+        f"that holds it: {fixes}, or logical names for None. Otherwise {_ONE_PER_DIMENSION}, "
+        f"{rank} in all."
     )
+
+
+_ONE_PER_DIMENSION = "declare one axis name or None per dimension"
+"""The fix for an array with more dimensions than declared axes, ending a sentence."""
+_ONE_PER_DIMENSION_SENTENCE = _ONE_PER_DIMENSION[0].upper() + _ONE_PER_DIMENSION[1:]
+"""The same fix, starting a sentence."""
 
 
 def _size_problem(wanted: Wanted, shape: tuple[int, ...]) -> str | None:
