@@ -189,8 +189,14 @@ def bits(leaves: list[Any]) -> list[bytes]:
     return [np.asarray(leaf).tobytes() for leaf in leaves]
 
 
+OLD_OPTAX = tuple(int(part) for part in optax.__version__.split(".")[:3]) < (0, 2, 8)
+"""optax 0.2.4 (the oldest corner's) fails in `MultiSteps`' `lax.cond` ("true_fun and false_fun
+output must have identical types") with `jdc.trainable_only` inside it; 0.2.8 runs it."""
+RUN = sorted(c for c in CHAINS if not (OLD_OPTAX and c == "MultiSteps outside"))
+
+
 @settings(max_examples=30, deadline=None)
-@given(models(), st.sampled_from(sorted(CHAINS)), st.integers(0, STEPS))
+@given(models(), st.sampled_from(RUN), st.integers(0, STEPS))
 def test_frozen_leaves_stay_and_trainable_ones_move_as_the_chain_on_them_alone(
     generated: Generated, chain: str, nan_at: int
 ) -> None:
