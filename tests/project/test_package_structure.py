@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "jax_dataclasses"
@@ -566,3 +567,44 @@ def test_the_map_names_what_the_package_has() -> None:
     functions and its features' modules are where it says."""
     problems = map_problems()
     assert not problems, "docs/design.md and the package disagree:\n" + "\n".join(problems)
+
+
+_DECORATE_AND_TRACE = """
+import sys
+import jax
+import jax_dataclasses as jdc
+
+entered = set()
+
+def profile(frame, event, arg):
+    if event == "call" and frame.f_globals.get("__name__", "").startswith("jax_dataclasses."):
+        entered.add(frame.f_globals["__name__"].split(".")[1])
+
+sys.setprofile(profile)
+
+@jdc.pytree_dataclass
+class Block:
+    w: jdc.Sharded[jax.Array, "embed", "mlp"]
+    b: jdc.Frozen[jax.Array]
+    n: jdc.Static[int] = 2
+    __jdc_evolution__ = jdc.Evolution(renamed={"w": "kernel"})
+
+@jdc.pytree_dataclass
+class Later:
+    x: "DefinedLater"
+    y: jax.Array = None
+
+class Adopted(Block):
+    pass
+
+sys.setprofile(None)
+print(" ".join(sorted(entered)))
+"""
+
+
+@pytest.mark.subprocess
+def test_decorating_a_class_enters_only_the_core_and_the_declarations() -> None:
+    """What runs when classes are decorated (with every kind of declaration, a pending name,
+    an adopted subclass): only the core's and the declarations' modules (issue 39)."""
+    entered = run_python(["-c", _DECORATE_AND_TRACE]).split()
+    assert entered == ["_core", "_field_declarations"]
