@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -169,3 +170,18 @@ def abstract_mesh(**sizes: int) -> AbstractMesh:
         return AbstractMesh(tuple(sizes.values()), tuple(sizes))  # type: ignore[arg-type,call-arg,unused-ignore]
     except TypeError:
         return AbstractMesh(tuple(sizes.items()))  # type: ignore[arg-type,unused-ignore]
+
+
+CONTEXT_NAMED = tuple(int(part) for part in jax.__version__.split(".")[:2]) >= (0, 5)
+"""Whether a recompile report names a tracing-context option (`jax_default_matmul_precision`):
+jax 0.4.36's jaxlib gives the options no names, and the report names one by position there
+(`trace context [8]`)."""
+
+
+def context_option(report_name: str, name: str) -> str:
+    """A report's name for the tracing-context option `name`, as this jax allows it."""
+    return (
+        report_name
+        if CONTEXT_NAMED or not re.fullmatch(r"trace context \[\d+\]", report_name)
+        else name
+    )

@@ -37,6 +37,10 @@ from jax.sharding import PartitionSpec
 
 import jax_dataclasses as jdc
 
+NEW_ENOUGH = pytest.mark.skipif(
+    tuple(int(part) for part in jax.__version__.split(".")[:2]) < (0, 5),
+    reason="the instance pickled holds a jax 0.10.2 array, which jaxlib 0.4.36 cannot load",
+)
 PICKLES = {
     name: base64.b64decode(data)
     for name, data in (
@@ -142,10 +146,12 @@ def check_layer(layer: object) -> None:
     assert type(layer).__name__ in jdc.pformat(layer)
 
 
+@NEW_ENOUGH
 def test_a_class_cloudpickled_by_value_before_the_move_loads() -> None:
     check_layer(cloudpickle.loads(PICKLES["class_by_value"]))
 
 
+@NEW_ENOUGH
 @pytest.mark.subprocess
 def test_a_fresh_process_loads_the_old_pickles_before_importing_the_package() -> None:
     """Unpickling is the first import of the package (as in a worker process)."""
@@ -160,6 +166,7 @@ print(type(layer).__name__, layer.width, sys.modules["jax_dataclasses._builder"]
     assert output.split() == ["Layer", "4", "jax_dataclasses._core.builder"]
 
 
+@NEW_ENOUGH
 @pytest.mark.subprocess
 def test_static_still_declares_static_after_an_old_pickle_loads() -> None:
     """Pickles made before the marker pickled by name hold a copy of it: loaded first in a

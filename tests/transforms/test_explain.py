@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import importlib.metadata
 import logging
 import warnings
 import weakref
@@ -22,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import run_python
+from helpers import CONTEXT_NAMED, run_python
 
 import jax_dataclasses as jdc
 
@@ -652,7 +653,8 @@ class TestWhatTheReportCannotMiss:
             (report,) = recompile_reports(jitted, (jnp.ones(3), 0.05))
         assert "lr" not in report, report
         assert "so the cause is outside the arguments" in report
-        assert "\n  jax_default_matmul_precision: None → 'highest' (context)" in report
+        option = "jax_default_matmul_precision" if CONTEXT_NAMED else "trace context ["
+        assert f"\n  {option}" in report and ": None → 'highest' (context)" in report, report
 
     def test_a_traced_number_of_jdc_jit_is_never_a_cause(self) -> None:
         @jdc.jit(explain_recompiles="warn")
@@ -676,6 +678,11 @@ class TestWhatTheReportCannotMiss:
 
     def test_a_flax_nnx_modules_change_is_visible(self) -> None:
         nnx = pytest.importorskip("flax.nnx")
+        flax_version = tuple(
+            int(part) for part in importlib.metadata.version("flax").split(".")[:2]
+        )
+        if flax_version < (0, 11):
+            pytest.skip("flax 0.10's nnx keeps a module's metadata as one static value")
         before, after = (nnx.LayerNorm(3, epsilon=e, rngs=nnx.Rngs(0)) for e in (1e-5, 1e-6))
         (change,) = jdc.jit_diff(before, after)
         assert (change.kind, change.before, change.after) == ("metadata", "1e-05", "1e-06")

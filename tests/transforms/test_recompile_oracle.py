@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import pytest
+from helpers import context_option
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,7 +110,12 @@ def named_causes(report: str) -> set[tuple[str, str]]:
     lines = report.splitlines()[1:]
     matches = [_LINE.match(line) for line in lines]
     assert all(matches), report
-    return {(m["path"], m["kind"]) for m in matches if m is not None}
+    return {
+        (context_option(m["path"], "jax_default_matmul_precision") if m["kind"] == "context"
+         else m["path"], m["kind"])
+        for m in matches
+        if m is not None
+    }  # fmt: skip
 
 
 def functions(made_by: str) -> tuple[Callable[..., Any], Callable[..., Any], list[int]]:
