@@ -577,7 +577,11 @@ import jax_dataclasses as jdc
 entered = set()
 
 def profile(frame, event, arg):
-    if event == "call" and frame.f_globals.get("__name__", "").startswith("jax_dataclasses."):
+    # The import hooks' `find_spec` runs for any import in the process (3.14 imports lazily
+    # while a class is decorated): not the decoration's.
+    if event == "call" and frame.f_code.co_name != "find_spec" and frame.f_globals.get(
+        "__name__", ""
+    ).startswith("jax_dataclasses."):
         entered.add(frame.f_globals["__name__"].split(".")[1])
 
 sys.setprofile(profile)
