@@ -25,6 +25,7 @@ from jax_dataclasses._core.construct import (
     UNDECORATED_ATTR,
     abstract_methods,
     failed_init,
+    has_check_init,
     init_parameters,
     init_source,
     new_fields,
@@ -52,7 +53,7 @@ from jax_dataclasses._core.options import (
     dataclass_options,
     record_options,
 )
-from jax_dataclasses._core.printing import repr_sources
+from jax_dataclasses._core.printing import repr_methods
 from jax_dataclasses._core.record import (
     LAYOUT_ATTR,
     Changes,
@@ -151,11 +152,10 @@ def _decorate(
     methods = _methods(cls, options, own.init)
     record_options(cls, options)
     generate_init = options["init"] and own.init is None
-    generate_repr = options["repr"] and not own.repr
+    if options["repr"] and not own.repr:
+        methods |= repr_methods(cls)
     deferral = _Deferral.of(cls, pending, inherited)
-    layout, functions = _compile(
-        cls, declarations, deferral, generate_init, evolution, params, generate_repr
-    )
+    layout, functions = _compile(cls, declarations, deferral, generate_init, evolution, params)
     _install(cls, _with_generated(cls, methods, functions, own))
     register(layout if written is None else layout.replace(built=_changes(cls, written)))
     return cls
@@ -235,13 +235,11 @@ def _methods(
 def _with_generated(
     cls: type, methods: dict[str, object], functions: Mapping[str, object], own: _Written
 ) -> dict[str, object]:
-    """`methods` and the generated ones, each the class's own: copied with it (cloudpickle,
-    `copy`), never inherited; and the docstring `dataclasses` would make, from the
-    `__init__` the class now has."""
-    generated = {
-        n: functions[n] for n in ("__init__", "__repr__", "_repr_pretty_") if n in functions
-    }
-    methods = methods | generated
+    """`methods` and the generated `__init__`, each the class's own: copied with it
+    (cloudpickle, `copy`), never inherited; and the docstring `dataclasses` would make, from
+    the `__init__` the class now has."""
+    if "__init__" in functions:
+        methods = methods | {"__init__": functions["__init__"]}
     if not own.doc:
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
     return methods
@@ -315,19 +313,16 @@ def _compile(
     generate_init: bool,
     evolution: Evolution = NO_EVOLUTION,
     params: list[dataclasses.Field[Any]] | None = None,
-    generate_repr: bool = False,
     built: Changes | None = None,
 ) -> tuple[Layout, dict[str, Callable[..., Any]]]:
     """The class's layout, with its generated functions compiled in one go; and the functions
-    by name (with `generate_repr`, `__repr__` and `_repr_pretty_` among them)."""
+    by name."""
     children = tuple(d.name for d in declarations if d.static is None)
     statics = tuple(d.name for d in declarations if d.static is not None)
     sources = tree_sources(cls, children, statics)
     if generate_init:
         sources.append(init_source(cls, statics, params))
     sources = [waiting(source) for source in sources] if deferral is not None else sources
-    if generate_repr:
-        sources.extend(repr_sources())
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
     return Layout(cls, declarations, functions, reload, settle, evolution, built), functions
@@ -510,10 +505,12 @@ def adopt(sub: type) -> None:
         return
     parent = next(found for base in sub.__mro__[1:] if (found := recorded(base)) is not None)
     # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
-    # our rules: wrap it. (A pytree dataclass's `__init__` checks for itself.)
+    # our rules: wrap it. A pytree dataclass's `__init__` checks for itself, and runs the
+    # `__check_init__`s only if its class has one: wrapped, where the subclass brings one.
     methods: dict[str, object] = {}
     owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
-    if owner is not object and (owner is sub or recorded(owner) is None):
+    wrap = owner is sub or recorded(owner) is None or has_check_init(sub)
+    if owner is not object and wrap:
         wrapped = wrap_own_init(owner.__dict__["__init__"])
         setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
         methods["__init__"] = wrapped

@@ -121,16 +121,15 @@ def init_source(
     post_init = hasattr(cls, "__post_init__")
     names = {f.name for f in params} | {f.name for f in fields}
     this = "__dataclass_self__" if "self" in names else "self"
+    # Helpers by what the class is (the same when a pending class is decided: `take_code`);
+    # every other helper costs compile time.
     helpers: dict[str, object] = {
         "__jdc_setattr": object.__setattr__,
         "__jdc_type": type,
         "__jdc_cls": cls,
         "__jdc_registered": check_constructible,
-        "__jdc_factory": _HAS_DEFAULT_FACTORY,
         "__jdc_ok": OK_TYPES,
         "__jdc_check": check_static_value,
-        "__jdc_post_init": run_post_init,
-        "__jdc_check_inits": run_check_inits,
     }
     signature = [this]
     body = [f"if __jdc_type({this}) is not __jdc_cls: __jdc_registered({this})"]
@@ -141,6 +140,7 @@ def init_source(
         default = f"__jdc_dflt_{f.name}"
         if f.default_factory is not dataclasses.MISSING:
             helpers[default] = f.default_factory
+            helpers["__jdc_factory"] = _HAS_DEFAULT_FACTORY
             signature.append(f"{f.name}=__jdc_factory")
             body.append(f"if {f.name} is __jdc_factory: {f.name} = {default}()")
         elif f.default is not dataclasses.MISSING:
@@ -188,11 +188,12 @@ def init_source(
         )
         derived = tuple(f.name for f in fields if not f.init)
         helpers["__jdc_derived"] = derived
+        helpers["__jdc_post_init"] = run_post_init
         body.append(f"__jdc_post_init({this}, __jdc_derived{initvars})")
-    # Decided here for `cls`; a subclass that runs this `__init__` (adopted, or with
-    # `init=False`) may define one of its own.
-    checks_if = "" if has_check_init(cls) else f"if __jdc_type({this}) is not __jdc_cls: "
-    body.append(f"{checks_if}__jdc_check_inits({this})")
+    if has_check_init(cls):  # Decided for `cls`: a subclass that runs this `__init__` and
+        # defines one of its own wraps it (`wrap_own_init`: adopted, or with `init=False`).
+        helpers["__jdc_check_inits"] = run_check_inits
+        body.append(f"__jdc_check_inits({this})")
     annotations = init_annotations(cls, params)
     return FunctionSource("__init__", signature, body, helpers, annotations, checks)
 

@@ -16,14 +16,15 @@ from __future__ import annotations
 import dataclasses
 import re
 import reprlib
-from collections.abc import Iterable
+import types
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import numpy as np
 from jax import Array, core
 from jax.sharding import NamedSharding
 
-from jax_dataclasses._core.codegen import FILENAME_PREFIX, FunctionSource
+from jax_dataclasses._core.codegen import FILENAME_PREFIX
 from jax_dataclasses._core.record import layout_of
 
 SMALL_ARRAY = 8
@@ -203,7 +204,7 @@ class _Printer:
         if dataclasses.is_dataclass(value) and (value is self.own or _generated_repr(kind)):
             # The fields of the class whose repr it is, as in the standard library: a subclass
             # with `repr=False` prints as its base does.
-            owner = next(klass for klass in kind.__mro__ if "__repr__" in klass.__dict__)
+            owner = next(klass for klass in kind.__mro__ if _repr_is_own(klass))
             layout = layout_of(kind)
             frozen = layout.frozen if layout is not None else ()
             shown: list[tuple[str, Any]] = []
@@ -247,13 +248,25 @@ def _has_values(dtype: object) -> bool:
     return isinstance(dtype, np.dtype) and dtype.fields is None  # float0 is a structured dtype
 
 
+def _repr_is_own(cls: type) -> bool:
+    """Whether `cls` has a repr of its own: it holds one, or it is a dataclass with `repr=True`
+    (a class cloudpickled by value by an earlier version, which gave every class the same
+    function, lost its own as inherited)."""
+    params = cls.__dict__.get("__dataclass_params__")
+    return "__repr__" in cls.__dict__ or bool(getattr(params, "repr", False))
+
+
 def _generated_repr(cls: type) -> bool:
     """Whether `cls` prints with our repr or the one `dataclasses` generates (so its fields can
     be laid out here), rather than a `__repr__` of its own (or none: `repr=False`)."""
     code = getattr(cast(Any, cls).__repr__, "__code__", None)
     if code is None:
         return False
-    ours = code.co_filename.startswith(FILENAME_PREFIX) and code.co_name == "__repr__"
+    # A copy's code is the same (even unpickled: cloudpickle copies a class's methods' code);
+    # a class pickled by value by the previous version holds a compiled one.
+    ours = code.co_name == _pytree_dataclass_repr.__name__ or (
+        code.co_name == "__repr__" and code.co_filename.startswith(FILENAME_PREFIX)
+    )
     return ours or code.co_filename in _GENERATED_REPR_FILES
 
 
@@ -265,30 +278,38 @@ _GENERATED_REPR_FILES = frozenset({dataclasses.__file__, reprlib.__file__})
 """Where the `__repr__` that `dataclasses` generates is defined (a wrapper, on every version)."""
 
 
-def _generated_text(obj: object) -> str:
-    """What the generated `__repr__` of `obj`'s class returns: `pformat(obj)`, `obj` laid out
-    by its fields even where a decorator wrapped that `__repr__` (as a leaf, it would call
-    the wrapper, which calls this again)."""
-    return _Printer(80, True, obj).format(obj, 0)
+def _pytree_dataclass_repr(self: object) -> str:
+    """The `__repr__` of a pytree dataclass: `pformat(self)`, laid out by the fields of the
+    class whose repr it is, even where a decorator wrapped it (as a leaf, it would call the
+    wrapper, which calls this again)."""
+    return _Printer(80, True, self).format(self, 0)
 
 
-def repr_sources() -> list[FunctionSource]:
-    """`__repr__` and IPython's `_repr_pretty_` of a pytree dataclass that does not define its
-    own, generated for each class (as `dataclasses` generates its `__repr__`): a tool that
-    copies classes (cloudpickle, by value) omits a method a class shares with its base as
-    inherited, and the printer lays out the fields of the first class in the MRO holding a
-    repr, so a subclass holding its base's function would print as its base."""
-    return [
-        FunctionSource(
-            "__repr__", ["self"], ["return __jdc_repr(self)"], {"__jdc_repr": _generated_text}
-        ),
-        FunctionSource(
-            "_repr_pretty_",
-            ["self", "printer", "cycle"],
-            ["__jdc_repr_pretty(self, printer, cycle)"],
-            {"__jdc_repr_pretty": repr_pretty},
-        ),
-    ]
+# The names of this repr in earlier versions, which classes they pickled by value reference:
+# jax_dataclasses._printing.dataclass_repr (as the `__repr__` of every class), then
+# jax_dataclasses._core.printing._generated_text (as what a compiled `__repr__` called).
+dataclass_repr = _generated_text = _pytree_dataclass_repr
+
+
+def repr_methods(cls: type) -> dict[str, Callable[..., Any]]:
+    """`__repr__` and IPython's `_repr_pretty_` for `cls`, which does not define its own: each
+    class holds its own copy (a new function of the same code, as cheap as a closure), as
+    `dataclasses` generates a `__repr__` per class. A tool that copies classes (cloudpickle,
+    by value) omits a method a class shares with its base as inherited, and the printer lays
+    out the fields of the first class in the MRO holding a repr: a subclass holding its
+    base's function would print as its base."""
+    return {
+        "__repr__": _method_copy(cls, "__repr__", _pytree_dataclass_repr),
+        "_repr_pretty_": _method_copy(cls, "_repr_pretty_", repr_pretty),
+    }
+
+
+def _method_copy(cls: type, name: str, template: Callable[..., Any]) -> Callable[..., Any]:
+    method = types.FunctionType(template.__code__, template.__globals__, name)
+    method.__module__ = cls.__module__
+    method.__qualname__ = f"{cls.__qualname__}.{name}"
+    method.__doc__ = template.__doc__
+    return method
 
 
 _IPYTHON_PRINTER = ("output_width", "buffer", "group_queue", "_break_one_group", "indent")
