@@ -15,6 +15,7 @@ so tracebacks and `inspect` show the generated lines. A module's namespace is fo
 from __future__ import annotations
 
 import linecache
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -23,6 +24,9 @@ from jax_dataclasses._field_declarations.scope import module_globals
 FILENAME_PREFIX = "<jax_dataclasses generated "
 """Start of the file name of every generated function (`warn_at_user` skips those frames)."""
 
+
+_HELPER_NAME = re.compile(r"__jdc_\w+")
+"""A helper's name in generated source (field names may not start with `__jdc_`)."""
 
 AnnotationsOf = dict[str, Any] | Callable[[int], dict[str, object]]
 """A generated function's annotations: a dict, or an `__annotate__` function (Python 3.14)."""
@@ -35,8 +39,9 @@ class FunctionSource(NamedTuple):
     `__annotations__` (or, a function, its `__annotate__`); the first `checks` lines of
     `body` check the arguments before anything else runs. Helpers of the functions compiled
     together share one namespace, so a name must mean the same object in each. The function's
-    closure variables are its helpers, declared `nonlocal`, used or not: two functions made
-    from sources with the same helper names can exchange code (`take_code`).
+    closure variables are exactly its helpers, used or not (`nonlocal` for those it does not
+    use): two functions made from sources with the same helper names can exchange code
+    (`take_code`).
     """
 
     name: str
@@ -58,8 +63,12 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
     lines = [f"def __jdc_create__({', '.join(helpers)}):"]
     for source in sources:
         lines.append(f"  def {source.name}({', '.join(source.params)}):")
-        if source.helpers:  # Its closure: exactly its helpers, whether the body uses each.
-            lines.append(f"    nonlocal {', '.join(source.helpers)}")
+        # Its closure: exactly its helpers, whether the body uses each: those it does not
+        # use are declared (each declaration costs compile time).
+        used = set(_HELPER_NAME.findall("\n".join(source.body)))
+        unused = [name for name in source.helpers if name not in used]
+        if unused:
+            lines.append(f"    nonlocal {', '.join(unused)}")
         lines.extend(f"    {line}" for line in source.body or ["pass"])
     lines.append(f"  return ({''.join(f'{source.name}, ' for source in sources)})")
     text = "\n".join(lines) + "\n"
