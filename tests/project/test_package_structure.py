@@ -513,14 +513,17 @@ def test_no_module_is_over_600_lines() -> None:
     assert not {name: n for name, n in sizes.items() if n > 600}
 
 
-def _top_level_names(tree: ast.Module) -> set[str]:
-    """The names a module binds at its top level: definitions, assignments, imports."""
+def _top_level_names(tree: ast.Module | ast.If) -> set[str]:
+    """The names a module binds at its top level: definitions, assignments, imports, in
+    either branch of a top-level `if` (`if sys.version_info >= (3, 14):`)."""
     names: set[str] = set()
-    for node in tree.body:
+    for node in tree.body if isinstance(tree, ast.Module) else [*tree.body, *tree.orelse]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             names.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.If):
+            names |= _top_level_names(node)
         else:
             names.update(target for target, _ in _bindings([node]))
     return names
@@ -560,6 +563,43 @@ def map_problems(package: Path = PACKAGE, design: Path = DESIGN) -> list[str]:
             if name not in defined:
                 problems.append(f"{name} is not defined in {', '.join(places)}")
     return problems
+
+
+def stale_references(package: Path = PACKAGE, notes: Path = DESIGN.parent) -> list[str]:
+    """Each `_folder.module.name` (or `_module.name`) that docs/design.md or a note under
+    docs/design/ cites and the package does not define: a module that does not exist, or a
+    top-level name its module does not bind (a file name, `....py`, is not a reference)."""
+    found = modules(package)
+    stale: list[str] = []
+    for page in [notes / "design.md", *sorted((notes / "design").glob("*.md"))]:
+        cited = re.findall(r"`(_[a-z_]+(?:\.[A-Za-z_]\w*)+)`", page.read_text())
+        for reference in sorted(set(cited)):
+            parts = reference.split(".")
+            if parts[-1] == "py":
+                continue
+            known = next((i for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in found), 0)
+            module = ".".join(parts[:known])
+            if not known or (
+                known < len(parts) and parts[known] not in _top_level_names(found[module])
+            ):
+                stale.append(f"{page.name}: {reference}")
+    return stale
+
+
+def test_the_design_notes_cite_only_what_the_package_has() -> None:
+    """A note that names a module or function names one that exists, as named: a rename or a
+    removal that leaves the map or a note behind fails here."""
+    assert not stale_references()
+
+
+def test_the_stale_reference_check_finds_a_planted_one(tmp_path: Path) -> None:
+    (tmp_path / "design").mkdir()
+    (tmp_path / "design.md").write_text("The repr is `_core.printing.repr_sources`.")
+    (tmp_path / "design" / "core.md").write_text("See `_core.nowhere` and `_core.printing`.")
+    assert stale_references(notes=tmp_path) == [
+        "design.md: _core.printing.repr_sources",
+        "core.md: _core.nowhere",
+    ]
 
 
 def test_the_map_names_what_the_package_has() -> None:
