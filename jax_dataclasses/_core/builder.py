@@ -506,11 +506,11 @@ def adopt(sub: type) -> None:
     parent = next(found for base in sub.__mro__[1:] if (found := recorded(base)) is not None)
     # The `__init__` that runs first: the subclass's own, or a plain mixin's, knows nothing of
     # our rules: wrap it. A pytree dataclass's `__init__` checks for itself, and runs the
-    # `__check_init__`s only if its class has one: wrapped, where the subclass brings one.
+    # `__check_init__`s where its class has one: wrapped, where only the subclass brings one.
     methods: dict[str, object] = {}
     owner = next(klass for klass in sub.__mro__ if "__init__" in klass.__dict__)
-    wrap = owner is sub or recorded(owner) is None or has_check_init(sub)
-    if owner is not object and wrap:
+    own_checks = has_check_init(sub) and not has_check_init(owner)
+    if owner is not object and (owner is sub or recorded(owner) is None or own_checks):
         wrapped = wrap_own_init(owner.__dict__["__init__"])
         setattr(wrapped, UNDECORATED_ATTR, sub.__dict__.get("__init__"))
         methods["__init__"] = wrapped

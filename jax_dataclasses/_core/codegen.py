@@ -25,8 +25,9 @@ FILENAME_PREFIX = "<jax_dataclasses generated "
 """Start of the file name of every generated function (`warn_at_user` skips those frames)."""
 
 
-_HELPER_NAME = re.compile(r"__jdc_\w+")
-"""A helper's name in generated source (field names may not start with `__jdc_`)."""
+_HELPER_NAME = re.compile(r"(?<!\w)__jdc_\w+")
+"""A helper's name in generated source: a whole word (a field name may hold `__jdc_`, as in
+`o.x__jdc_cls`, but may not start with it)."""
 
 AnnotationsOf = dict[str, Any] | Callable[[int], dict[str, object]]
 """A generated function's annotations: a dict, or an `__annotate__` function (Python 3.14)."""

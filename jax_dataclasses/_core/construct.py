@@ -128,6 +128,7 @@ def init_source(
         "__jdc_type": type,
         "__jdc_cls": cls,
         "__jdc_registered": check_constructible,
+        "__jdc_check_inits": run_check_inits,
         "__jdc_ok": OK_TYPES,
         "__jdc_check": check_static_value,
     }
@@ -190,9 +191,8 @@ def init_source(
         helpers["__jdc_derived"] = derived
         helpers["__jdc_post_init"] = run_post_init
         body.append(f"__jdc_post_init({this}, __jdc_derived{initvars})")
-    if has_check_init(cls):  # Decided for `cls`: a subclass that runs this `__init__` and
-        # defines one of its own wraps it (`wrap_own_init`: adopted, or with `init=False`).
-        helpers["__jdc_check_inits"] = run_check_inits
+    if has_check_init(cls):  # Found as the class is built (no cost without one): a subclass
+        # that runs this `__init__` and brings its own wraps it (`adopt`, `wrap_own_init`).
         body.append(f"__jdc_check_inits({this})")
     annotations = init_annotations(cls, params)
     return FunctionSource("__init__", signature, body, helpers, annotations, checks)

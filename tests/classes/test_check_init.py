@@ -113,6 +113,43 @@ class TestWhenChecksRun:
         with pytest.raises(ValueError, match="Checked: b must be a vector"):
             Checked(jnp.ones(()))
 
+    def test_an_undecorated_subclass_of_a_checked_base_runs_every_check_once(self) -> None:
+        log: Log = []
+
+        @jdc.pytree_dataclass
+        class Checked:
+            b: jax.Array
+            __check_init__ = checking("Checked", log, ("b",), None)
+
+        class Also(Checked):  # Adopted: no new field; the base's `__init__` runs both.
+            __check_init__ = checking("Also", log, ("b",), "b")
+
+        with pytest.raises(ValueError, match="Also: b must be a vector"):
+            Also(jnp.ones(()))
+        Also(jnp.ones(2))
+        assert log == [("Also", ((),)), ("Also", ((2,),)), ("Checked", ((2,),))]
+
+    def test_a_check_added_above_the_decorator_of_a_pending_class_runs(self) -> None:
+        """A class whose annotations wait for a name is compiled again at its first use,
+        with the check a decorator above ours added by then."""
+        namespace: dict[str, Any] = {"jdc": jdc, "jax": jax, "checked": None}
+        log: Log = []
+
+        def checked(cls: Any) -> Any:
+            cls.__check_init__ = checking(cls.__name__, log, ("b",), "b")
+            return cls
+
+        namespace["checked"] = checked
+        exec(
+            "from __future__ import annotations\n"
+            "@checked\n@jdc.pytree_dataclass\nclass Waiting:\n"
+            "    b: jax.Array\n    later: Later = None\n"
+            "class Later:\n    pass\n",
+            namespace,
+        )
+        with pytest.raises(ValueError, match="Waiting: b must be a vector"):
+            namespace["Waiting"](jnp.ones(()))
+
     def test_constructing_inside_transformations_checks_tracers_rebuilding_does_not(
         self,
     ) -> None:

@@ -585,3 +585,40 @@ class Model:
     )
     with pytest.raises(jdc.ShardingDeclarationError, match=r"axes of field 'w' of Model: AXIS"):
         module.Model(jnp.ones(2))
+
+
+HELPER_LIKE_NAMES = """
+import dataclasses
+import jax
+import jax_dataclasses as jdc
+
+@jdc.pytree_dataclass
+class Odd:
+    x__jdc_cls: Later
+    c: int = 1
+    z__jdc_dflt_c: list = dataclasses.field(default_factory=list, init=False)
+
+class Later:
+    def __repr__(self):
+        return "Later()"
+"""
+
+
+@pytest.mark.parametrize("first", ["leaves", "keyed", "construct"])
+def test_field_names_holding_a_helpers_name_are_decided_like_any(first: str) -> None:
+    """A field may be named `x__jdc_cls` (only a leading `__jdc_` is reserved): the decided
+    code closes over the same helpers as the code that waited for the decision."""
+    module = define(HELPER_LIKE_NAMES, "future import")
+    std = define(HELPER_LIKE_NAMES, "future import", "@dataclasses.dataclass(frozen=True)")
+    odd = object.__new__(module.Odd)  # As pickle makes one: the first use is `first`.
+    for name, value in (("x__jdc_cls", module.Later()), ("c", 1), ("z__jdc_dflt_c", [])):
+        object.__setattr__(odd, name, value)
+    if first == "construct":
+        odd = module.Odd(module.Later())
+    elif first == "leaves":
+        assert len(jax.tree.leaves(odd)) == 2  # The list holds none.
+    elif first == "keyed":
+        paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(odd)]
+        assert paths == [".x__jdc_cls", ".c"]
+    assert repr(odd).replace("Odd", "") == repr(std.Odd(std.Later())).replace("Odd", "")
+    assert children(module.Odd) == ("x__jdc_cls", "c", "z__jdc_dflt_c")
