@@ -91,7 +91,9 @@ def init_parameters(cls: type) -> list[dataclasses.Field[Any]]:
     """Fields and InitVars that `__init__` takes, in the order `dataclasses` uses."""
     all_fields: dict[str, dataclasses.Field[Any]] = getattr(cls, "__dataclass_fields__")  # noqa: B009
     for f in all_fields.values():
-        if is_initvar(f) and not f.init:  # `dataclasses` would generate an `__init__` that fails.
+        # Passed to `__post_init__`, it would be a name `dataclasses`' `__init__` never defines
+        # (`NameError` at construction); without one, it is nothing, there as here.
+        if is_initvar(f) and not f.init and hasattr(cls, "__post_init__"):
             raise TypeError(messages.INITVAR_INIT_FALSE.format(field=f.name, cls=cls.__qualname__))
     params = [
         f for f in all_fields.values() if f.init and (f in dataclasses.fields(cls) or is_initvar(f))

@@ -760,8 +760,8 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "initvar_with_init_false_refused",
-        "An InitVar with init=False is a TypeError when the class is defined; the standard "
-        "library's generated __init__ fails with NameError.",
+        "An InitVar with init=False in a class with __post_init__ is a TypeError when the "
+        "class is defined; the standard library's generated __init__ fails with NameError.",
         "docs/getting-started.md#dataclass-arguments",
         applies=lambda case: (case.expected or {}).get("construct") == ("raises", "NameError"),
         expect=_refused_at_definition,
@@ -1074,6 +1074,12 @@ REGRESSIONS = {
         (
             ClassSpec(decorated=False, fields=(F("c", default="value", init=False),)),
             ClassSpec(fields=(F("c", kind="initvar"),), post_init=True),
+        )
+    ),
+    "an InitVar with init=False and no __post_init__": Hierarchy(  # Accepted, as there.
+        (
+            ClassSpec(decorated=False, fields=(F("c", default="value", init=False),)),
+            ClassSpec(fields=(F("c", kind="initvar"),)),
         )
     ),
 }
