@@ -28,7 +28,7 @@ from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Any, NoReturn, cast
 
-from jax_dataclasses._core import messages
+from jax_dataclasses._core import messages, static_values
 from jax_dataclasses._core.codegen import AnnotationsOf, FunctionSource
 from jax_dataclasses._core.record import Layout, layout_of, recorded
 from jax_dataclasses._core.static_values import OK_TYPES, check_static_value, warn_once
@@ -131,7 +131,7 @@ def init_source(
         "__jdc_cls": cls,
         "__jdc_registered": check_constructible,
         "__jdc_check_inits": run_check_inits,
-        "__jdc_ok": OK_TYPES,
+        "__jdc_static_values": static_values,  # Its `OK_TYPES`, by reference.
         "__jdc_check": check_static_value,
     }
     signature = [this]
@@ -177,7 +177,8 @@ def init_source(
         stored.append(f.name)
     if not post_init:  # Otherwise after `__post_init__`, which may still change them.
         body.extend(
-            f"if __jdc_type({name}) not in __jdc_ok: __jdc_check(__jdc_type({this}), {name!r}, {name})"
+            f"if __jdc_type({name}) not in __jdc_static_values.OK_TYPES: "
+            f"__jdc_check(__jdc_type({this}), {name!r}, {name})"
             for name in statics
             if name in stored
         )

@@ -411,7 +411,7 @@ def test_cloudpickle_instances_of_main_classes_load_in_a_fresh_process(tmp_path:
 def test_a_class_pickled_by_value_carries_none_of_the_types_this_process_met(
     tmp_path: Path,
 ) -> None:
-    """The generated `__init__` holds the static-value checks' cache of good types; pickled
+    """The generated `__init__` reads the static-value checks' cache of good types; pickled
     with the class, an enum this process had met as a static value (from a module the
     loading process lacks) made the class fail to load there (`No module named ...`)."""
     cloudpickle = pytest.importorskip("cloudpickle")
