@@ -15,7 +15,6 @@ so tracebacks and `inspect` show the generated lines. A module's namespace is fo
 from __future__ import annotations
 
 import linecache
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -24,10 +23,6 @@ from jax_dataclasses._field_declarations.scope import module_globals
 FILENAME_PREFIX = "<jax_dataclasses generated "
 """Start of the file name of every generated function (`warn_at_user` skips those frames)."""
 
-
-_HELPER_NAME = re.compile(r"(?<!\w)__jdc_\w+")
-"""A helper's name in generated source: a whole word (a field name may hold `__jdc_`, as in
-`o.x__jdc_cls`, but may not start with it)."""
 
 AnnotationsOf = dict[str, Any] | Callable[[int], dict[str, object]]
 """A generated function's annotations: a dict, or an `__annotate__` function (Python 3.14)."""
@@ -61,22 +56,15 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
         for name, value in source.helpers.items():
             if helpers.setdefault(name, value) is not value:
                 raise ValueError(f"generated helper {name!r} means two things")  # Our bug.
-    lines = [f"def __jdc_create__({', '.join(helpers)}):"]
-    for source in sources:
-        lines.append(f"  def {source.name}({', '.join(source.params)}):")
-        # Its closure: exactly its helpers, whether the body uses each: those it does not
-        # use are declared (each declaration costs compile time).
-        used = set(_HELPER_NAME.findall("\n".join(source.body)))
-        unused = [name for name in source.helpers if name not in used]
-        if unused:
-            lines.append(f"    nonlocal {', '.join(unused)}")
-        lines.extend(f"    {line}" for line in source.body or ["pass"])
-    lines.append(f"  return ({''.join(f'{source.name}, ' for source in sources)})")
-    text = "\n".join(lines) + "\n"
     filename = f"{FILENAME_PREFIX}{cls.__module__}.{cls.__qualname__} at {id(cls):#x}>"
-    namespace: dict[str, Any] = {}
-    exec(compile(text, filename, "exec"), module_globals(cls.__module__), namespace)
-    functions: tuple[Callable[..., Any], ...] = namespace["__jdc_create__"](**helpers)
+    text = _source_text(sources, helpers, declare_all=False)
+    functions = _create(text, filename, cls.__module__, helpers)
+    if any(
+        len(function.__code__.co_freevars) != len(source.helpers)
+        for source, function in zip(sources, functions, strict=True)
+    ):  # A field name holds a helper's name (`x__jdc_cls`): it looked used.
+        text = _source_text(sources, helpers, declare_all=True)
+        functions = _create(text, filename, cls.__module__, helpers)
     for source, function in zip(sources, functions, strict=True):
         function.__module__ = cls.__module__
         function.__qualname__ = f"{cls.__qualname__}.{source.name}"
@@ -88,6 +76,34 @@ def make_functions(cls: type, sources: Sequence[FunctionSource]) -> dict[str, Ca
     # the first compile take the new code (`_core.record.register`).
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     return {source.name: function for source, function in zip(sources, functions, strict=True)}
+
+
+def _source_text(
+    sources: Sequence[FunctionSource], helpers: Mapping[str, object], declare_all: bool
+) -> str:
+    """The source of `__jdc_create__(*helpers)`, which defines and returns the functions.
+    Each function's closure is exactly its helpers, whether its body uses each: those it
+    does not use are declared `nonlocal` (each declaration costs compile time; without
+    `declare_all`, a helper whose name the body holds counts as used)."""
+    lines = [f"def __jdc_create__({', '.join(helpers)}):"]
+    for source in sources:
+        lines.append(f"  def {source.name}({', '.join(source.params)}):")
+        body = "\n".join(source.body)
+        unused = [name for name in source.helpers if declare_all or name not in body]
+        if unused:
+            lines.append(f"    nonlocal {', '.join(unused)}")
+        lines.extend(f"    {line}" for line in source.body or ["pass"])
+    lines.append(f"  return ({''.join(f'{source.name}, ' for source in sources)})")
+    return "\n".join(lines) + "\n"
+
+
+def _create(
+    text: str, filename: str, module: str, helpers: Mapping[str, object]
+) -> tuple[Callable[..., Any], ...]:
+    namespace: dict[str, Any] = {}
+    exec(compile(text, filename, "exec"), module_globals(module), namespace)
+    functions: tuple[Callable[..., Any], ...] = namespace["__jdc_create__"](**helpers)
+    return functions
 
 
 def take_code(target: Callable[..., Any], source: Callable[..., Any]) -> None:
