@@ -48,7 +48,7 @@ class StaticFieldWarning(UserWarning):
     """
 
 
-def _ok_types() -> set[type]:
+def _ok_types() -> set[type]:  # pyright: ignore[reportUnusedFunction]  # Pickles call it.
     """`OK_TYPES`: what classes cloudpickled by value by 42fa477 call for it (their
     `__init__` held it as a set that pickled as this call)."""
     return OK_TYPES
