@@ -155,8 +155,8 @@ def _decorate(
     if options["repr"] and not own.repr:
         methods |= repr_methods(cls)
     deferral = _Deferral.of(cls, pending, inherited)
-    layout, functions = _compile(cls, declarations, deferral, generate_init, evolution, params)
-    _install(cls, _with_generated(cls, methods, functions, own))
+    layout = _compile(cls, declarations, deferral, generate_init, evolution, params)
+    _install(cls, _with_generated(cls, methods, layout.init, own))
     register(layout if written is None else layout.replace(built=_changes(cls, written)))
     return cls
 
@@ -233,13 +233,13 @@ def _methods(
 
 
 def _with_generated(
-    cls: type, methods: dict[str, object], functions: Mapping[str, object], own: _Written
+    cls: type, methods: dict[str, object], init: Callable[..., None] | None, own: _Written
 ) -> dict[str, object]:
     """`methods` and the generated `__init__`, each the class's own: copied with it
     (cloudpickle, `copy`), never inherited; and the docstring `dataclasses` would make, from
     the `__init__` the class now has."""
-    if "__init__" in functions:
-        methods = methods | {"__init__": functions["__init__"]}
+    if init is not None:
+        methods = methods | {"__init__": init}
     if not own.doc:
         methods["__doc__"] = cls.__name__ + _text_signature(cls, methods.get("__init__"))
     return methods
@@ -314,9 +314,8 @@ def _compile(
     evolution: Evolution = NO_EVOLUTION,
     params: list[dataclasses.Field[Any]] | None = None,
     built: Changes | None = None,
-) -> tuple[Layout, dict[str, Callable[..., Any]]]:
-    """The class's layout, with its generated functions compiled in one go; and the functions
-    by name."""
+) -> Layout:
+    """The class's layout, with its generated functions compiled in one go."""
     children = tuple(d.name for d in declarations if d.static is None)
     statics = tuple(d.name for d in declarations if d.static is not None)
     sources = tree_sources(cls, children, statics)
@@ -325,7 +324,7 @@ def _compile(
     sources = [waiting(source) for source in sources] if deferral is not None else sources
     functions = make_functions(cls, sources)
     settle = deferral.settle if deferral is not None else None
-    return Layout(cls, declarations, functions, reload, settle, evolution, built), functions
+    return Layout(cls, declarations, functions, reload, settle, evolution, built)
 
 
 class _Deferral:
@@ -360,7 +359,7 @@ class _Deferral:
                 self.cls, declarations, inherited_evolution(self.cls)
             )
             init = layout.init
-            rebuilt, _ = _compile(
+            rebuilt = _compile(
                 self.cls, declarations, None, init is not None, evolution, built=layout.built
             )  # What an automatic build changed stays its record.
             # `__init__` first: once the record is no longer pending, a call that decides
@@ -393,7 +392,7 @@ def reload(
     """Register a class cloudpickle rebuilds, as it unpickles the class's attributes, with our
     `__init__` as decided in the pickling process (`Layout.__reduce__`). A pickle made before
     classes had an `Evolution` has none."""
-    layout, _ = _compile(cls, declarations, None, False, evolution)
+    layout = _compile(cls, declarations, None, False, evolution)
     register(layout if init is None else layout.replace(functions={"__init__": init}))
     return cast(Layout, recorded(cls))
 
@@ -520,7 +519,7 @@ def adopt(sub: type) -> None:
     _install(sub, methods)
     inherited = {d.name: parent.cls for d in parent.declarations} if parent.pending else {}
     deferral = _Deferral.of(sub, (), inherited)
-    register(_compile(sub, parent.declarations, deferral, False, parent.evolution)[0])
+    register(_compile(sub, parent.declarations, deferral, False, parent.evolution))
 
 
 # -- the methods every class gets, and how they are installed -------------------------------
